@@ -1,0 +1,40 @@
+# asrpriv: `make demo` runs the main job on the bundled data; `make test` runs the tests.
+# Both create (or reuse) .venv and install everything they need.
+
+PYTHON ?= python3
+VENV   := .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.asrpriv-installed
+
+.PHONY: all venv system-deps test test-all demo bench clean
+
+all: test
+
+system-deps:
+	bash bin/install-system-deps
+
+$(STAMP): setup.cfg pyproject.toml
+	bash bin/install-system-deps
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	# torch first: 2.13.0 is a local CPU wheel here; any other request pulls CUDA builds.
+	$(PY) -m pip install -q torch==2.13.0
+	$(PY) -m pip install -q -e '.[test,ngram,plot]'
+	touch $(STAMP)
+
+venv: $(STAMP)
+
+test: $(STAMP)
+	$(PY) -m pytest -q -m "not slow" tests
+
+test-all: $(STAMP)
+	$(PY) -m pytest -q tests
+
+demo: $(STAMP)
+	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" bash bin/fmp-experiment --reduced examples/data/ami out/demo
+
+bench: $(STAMP)
+	for b in benchmarks/bench_*.py; do $(PY) $$b || exit 1; done
+
+clean:
+	rm -rf $(VENV) out build *.egg-info src/*.egg-info

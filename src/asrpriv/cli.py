@@ -1,0 +1,118 @@
+"""The ``asrpriv`` command group.
+
+Steps load lazily: ``asrpriv --help`` imports no step module, and no step imports torch,
+numpy or scipy at module level unless it needs them to run.
+"""
+
+from __future__ import annotations
+
+import importlib
+import signal
+import sys
+
+import click
+
+from asrpriv import __version__
+from asrpriv.errors import AsrprivError, InternalError
+
+#: step name -> "module:attribute" of its click command, and its one-line summary
+#: (kept here so that ``asrpriv --help`` lists steps without importing them).
+COMMANDS: dict[str, tuple[str, str]] = {
+    "count-unigrams": ("asrpriv.commands.count_unigrams:count_unigrams",
+                       "Kernel-weighted unigram pseudo-counts from N-best lists or text."),
+    "aggregate": ("asrpriv.commands.aggregate:aggregate",
+                  "Sum counts files (FedAvg of unigram distributions)."),
+    "add-noise": ("asrpriv.commands.add_noise:add_noise",
+                  "Laplace mechanism on counts over a public vocabulary."),
+    "fma-adapt": ("asrpriv.commands.fma_adapt:fma_adapt",
+                  "Marginal adaptation factors from unigram counts."),
+    "score-wer": ("asrpriv.commands.score_wer:score_wer",
+                  "WER, per-speaker tables and MAPSSWE significance (sclite-compatible)."),
+    "finetune-lm": ("asrpriv.commands.finetune_lm:finetune_lm",
+                    "Train or fine-tune a word-level neural LM; write model and delta."),
+    "perplexity": ("asrpriv.commands.perplexity:perplexity",
+                   "Perplexity of a neural or n-gram LM on text."),
+    "rescore-nbest": ("asrpriv.commands.rescore_nbest:rescore_nbest",
+                      "Second-pass N-best rescoring with neural/n-gram LMs and FMP factors."),
+    "train-ngram": ("asrpriv.commands.train_ngram:train_ngram",
+                    "Train a back-off n-gram LM (modified Kneser-Ney) and write ARPA."),
+}
+
+
+class LazyGroup(click.Group):
+    """A click group that imports a step's module only when that step runs."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(COMMANDS)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name not in COMMANDS:
+            return None
+        module_name, attr = COMMANDS[cmd_name][0].split(":")
+        return getattr(importlib.import_module(module_name), attr)
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        rows = [(name, COMMANDS[name][1]) for name in self.list_commands(ctx)]
+        with formatter.section("Steps"):
+            formatter.write_dl(rows)
+
+    def invoke(self, ctx: click.Context):
+        try:
+            return super().invoke(ctx)
+        except AsrprivError as err:
+            err.prog = f"asrpriv {ctx.invoked_subcommand or ''}".strip()
+            if ctx.meta.get("asrpriv.verbose"):
+                import traceback
+
+                traceback.print_exc()
+            raise
+        except (click.exceptions.ClickException, click.exceptions.Exit, click.Abort):
+            raise
+        except BrokenPipeError:
+            _quiet_broken_pipe()
+        except OSError as err:  # missing file, permission, disk full: the user's to fix
+            if ctx.meta.get("asrpriv.verbose"):
+                raise
+            name = f"{err.filename}: " if err.filename else ""
+            wrapped = AsrprivError(f"{name}{err.strerror or err}")
+            wrapped.prog = f"asrpriv {ctx.invoked_subcommand or ''}".strip()
+            raise wrapped from None
+        except Exception as err:  # noqa: BLE001 - the last line of defence
+            if ctx.meta.get("asrpriv.verbose"):
+                raise
+            wrapped = InternalError(f"internal error: {type(err).__name__}: {err} "
+                                    "(run with --verbose for a traceback)")
+            wrapped.prog = f"asrpriv {ctx.invoked_subcommand or ''}".strip()
+            raise wrapped from None
+
+
+def _quiet_broken_pipe() -> None:
+    """Downstream closed the pipe (``| head``): exit quietly like a Unix tool."""
+    import os
+
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
+    sys.exit(141)
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, "-V", "--version", prog_name="asrpriv")
+@click.option("-v", "--verbose", is_flag=True, help="Show tracebacks and debug output on stderr.")
+@click.pass_context
+def cli(ctx: click.Context, verbose: bool) -> None:
+    """Composable steps for privacy-preserving LM personalization in speech recognition.
+
+    Every step reads files or standard input and writes standard output (or -o FILE,
+    atomically). Scores are natural-log unless a format says otherwise (ARPA: log10).
+    """
+    ctx.meta["asrpriv.verbose"] = verbose
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Console-script entry point."""
+    if hasattr(signal, "SIGPIPE"):
+        signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+    cli.main(args=argv, prog_name="asrpriv")

@@ -1,0 +1,65 @@
+"""Options shared by every step, so that all steps take the same common flags."""
+
+from __future__ import annotations
+
+import functools
+from typing import Callable
+
+import click
+
+
+def _set_meta(key: str):
+    def callback(ctx: click.Context, _param: click.Parameter, value):
+        if value:
+            ctx.meta[key] = value
+        return value
+
+    return callback
+
+
+def common_options(func: Callable) -> Callable:
+    """Add ``-q/--quiet`` and ``-v/--verbose`` (stored in ``ctx.meta``) to a step."""
+    func = click.option("-v", "--verbose", is_flag=True, expose_value=False,
+                        callback=_set_meta("asrpriv.verbose"),
+                        help="Show tracebacks and debug output on stderr.")(func)
+    func = click.option("-q", "--quiet", is_flag=True, expose_value=False,
+                        callback=_set_meta("asrpriv.quiet"),
+                        help="Print nothing on stderr but errors (no progress bar).")(func)
+    return func
+
+
+def output_option(func: Callable) -> Callable:
+    """``-o/--output FILE``: standard output by default; a file is written atomically."""
+    return click.option("-o", "--output", "output", default="-", show_default=True,
+                        metavar="FILE",
+                        help="Output file ('-' = stdout); written atomically.")(func)
+
+
+def seed_option(help_text: str = "Seed for the random generator (repeatable runs).") -> Callable:
+    return click.option("-s", "--seed", type=int, default=None, help=help_text)
+
+
+def is_quiet() -> bool:
+    ctx = click.get_current_context(silent=True)
+    return bool(ctx and ctx.meta.get("asrpriv.quiet"))
+
+
+def is_verbose() -> bool:
+    ctx = click.get_current_context(silent=True)
+    return bool(ctx and ctx.meta.get("asrpriv.verbose"))
+
+
+def info(message: str) -> None:
+    """Talk to the user on stderr, unless ``--quiet``."""
+    if not is_quiet():
+        click.echo(message, err=True)
+
+
+def warn(message: str) -> None:
+    """A warning on stderr, unless ``--quiet``; prefixed with the step name."""
+    if not is_quiet():
+        ctx = click.get_current_context(silent=True)
+        name = f"asrpriv {ctx.info_name}" if ctx and ctx.parent else "asrpriv"
+        click.echo(f"{name}: warning: {message}", err=True)
+
+
