@@ -1,0 +1,123 @@
+"""Word-level causal language models (torch).
+
+Both models map ``input_ids: LongTensor[B, T]`` to ``logits: FloatTensor[B, T, V]``, where
+position t's logits predict token t+1 (natural-log softmax gives log-probabilities). They are
+strictly causal, so right padding never changes the logits of earlier positions.
+
+* :class:`TransformerLM` — the FMP paper's (000) NNLM shape by default: embedding 256,
+  feed-forward 1024, 3 decoder blocks (self-attention with a causal mask), 4 heads, dropout 0.1,
+  sinusoidal positions.
+* :class:`LSTMLM` — the 001 paper's NNLM shape by default: 2 LSTM layers of 512 units.
+
+The output layer is always the submodule named ``output`` (an ``nn.Linear``): fine-tuning
+"the output layer only" (seed 003) trains exactly ``output.*``.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import nn
+
+#: defaults per architecture (the papers' shapes); ``build_model`` fills missing keys from here
+DEFAULTS: dict[str, dict] = {
+    "transformer": {"emb_dim": 256, "ffn_dim": 1024, "layers": 3, "heads": 4, "dropout": 0.1,
+                    "tie_embeddings": False},
+    "lstm": {"emb_dim": 512, "hidden_dim": 512, "layers": 2, "dropout": 0.1,
+             "tie_embeddings": False},
+}
+
+
+class TransformerLM(nn.Module):
+    """Causal Transformer LM (decoder-only; pre-norm blocks)."""
+
+    def __init__(self, vocab_size: int, emb_dim: int = 256, ffn_dim: int = 1024, layers: int = 3,
+                 heads: int = 4, dropout: float = 0.1, tie_embeddings: bool = False) -> None:
+        super().__init__()
+        if emb_dim % heads:
+            raise ValueError(f"embedding size {emb_dim} is not a multiple of {heads} heads")
+        self.emb_dim = emb_dim
+        self.embedding = nn.Embedding(vocab_size, emb_dim)
+        self.dropout = nn.Dropout(dropout)
+        block = nn.TransformerEncoderLayer(emb_dim, heads, ffn_dim, dropout, batch_first=True,
+                                           norm_first=True)
+        self.blocks = nn.TransformerEncoder(block, layers, norm=nn.LayerNorm(emb_dim),
+                                            enable_nested_tensor=False)
+        self.output = nn.Linear(emb_dim, vocab_size)
+        if tie_embeddings:
+            self.output.weight = self.embedding.weight
+        self._pos = torch.empty(0, emb_dim)
+        nn.init.normal_(self.embedding.weight, std=emb_dim ** -0.5)
+        nn.init.zeros_(self.output.bias)
+
+    def positions(self, length: int, device, dtype) -> torch.Tensor:
+        """Sinusoidal position encodings [length, emb_dim] (cached, not saved)."""
+        if self._pos.shape[0] < length or self._pos.device != device or self._pos.dtype != dtype:
+            n = max(length, 64)
+            pos = torch.arange(n, dtype=torch.float32).unsqueeze(1)
+            div = torch.exp(torch.arange(0, self.emb_dim, 2, dtype=torch.float32)
+                            * (-math.log(10000.0) / self.emb_dim))
+            table = torch.zeros(n, self.emb_dim)
+            table[:, 0::2] = torch.sin(pos * div)
+            table[:, 1::2] = torch.cos(pos * div)[:, : self.emb_dim // 2]
+            self._pos = table.to(device=device, dtype=dtype)
+        return self._pos[:length]
+
+    def forward(self, input_ids: torch.Tensor) -> torch.Tensor:
+        length = input_ids.shape[1]
+        x = self.embedding(input_ids) * math.sqrt(self.emb_dim)
+        x = self.dropout(x + self.positions(length, x.device, x.dtype))
+        mask = nn.Transformer.generate_square_subsequent_mask(length, device=x.device, dtype=x.dtype)
+        x = self.blocks(x, mask=mask, is_causal=True)
+        return self.output(x)
+
+
+class LSTMLM(nn.Module):
+    """LSTM LM: embedding, stacked LSTM, linear output layer."""
+
+    def __init__(self, vocab_size: int, emb_dim: int = 512, hidden_dim: int = 512, layers: int = 2,
+                 dropout: float = 0.1, tie_embeddings: bool = False) -> None:
+        super().__init__()
+        if tie_embeddings and emb_dim != hidden_dim:
+            raise ValueError("tied embeddings need --emb-dim equal to --hidden-dim")
+        self.embedding = nn.Embedding(vocab_size, emb_dim)
+        self.dropout = nn.Dropout(dropout)
+        self.rnn = nn.LSTM(emb_dim, hidden_dim, layers, batch_first=True,
+                           dropout=dropout if layers > 1 else 0.0)
+        self.output = nn.Linear(hidden_dim, vocab_size)
+        if tie_embeddings:
+            self.output.weight = self.embedding.weight
+        nn.init.uniform_(self.embedding.weight, -0.1, 0.1)
+        nn.init.zeros_(self.output.bias)
+
+    def forward(self, input_ids: torch.Tensor) -> torch.Tensor:
+        x = self.dropout(self.embedding(input_ids))
+        x, _ = self.rnn(x)
+        return self.output(self.dropout(x))
+
+
+def make_config(arch: str, vocab_size: int, **options) -> dict:
+    """A complete model config: the architecture's defaults updated with ``options`` (None = default)."""
+    if arch not in DEFAULTS:
+        raise ValueError(f"unknown architecture {arch!r} (expected one of {', '.join(DEFAULTS)})")
+    config = {"arch": arch, "vocab_size": int(vocab_size), **DEFAULTS[arch]}
+    for key, value in options.items():
+        if value is None:
+            continue
+        if key not in DEFAULTS[arch]:
+            raise ValueError(f"option {key!r} does not apply to the {arch} architecture")
+        config[key] = type(DEFAULTS[arch][key])(value)
+    return config
+
+
+def build_model(config: dict) -> nn.Module:
+    """A freshly initialised model of ``config`` (as made by :func:`make_config`).
+
+    Initialisation draws from torch's global generator: seed it first for repeatable weights.
+    """
+    config = make_config(config["arch"], config["vocab_size"],
+                         **{k: v for k, v in config.items() if k not in ("arch", "vocab_size")})
+    options = {k: v for k, v in config.items() if k not in ("arch", "vocab_size")}
+    cls = TransformerLM if config["arch"] == "transformer" else LSTMLM
+    return cls(config["vocab_size"], **options)

@@ -1,0 +1,151 @@
+"""Model files: config + vocabulary + state dict in one ``torch.save`` dict of plain data.
+
+A file holds only tensors, str, int, float, bool, lists and dicts, so that it loads with
+``torch.load(weights_only=True)``: a file whose unpickling would need code (a crafted pickle
+with ``__reduce__``, any custom class) is refused with a one-line error and nothing of it runs.
+
+Layout (``format_version`` 1)::
+
+    {"format": "asrpriv-nnlm", "format_version": 1,
+     "kind": "model" | "delta",
+     "config": {"arch": "transformer" | "lstm", "vocab_size": V, ...},
+     "vocab": [word, ...],                # id = position; <unk>, <s>, </s> first
+     "state_dict": {name: tensor, ...},
+     ...extra keys}                       # a delta adds "weight": number of training words
+
+A delta's state dict is ``init - new`` (paper 001's sign, Delta = theta_t - theta_i), in the
+parameters' dtype.
+"""
+
+from __future__ import annotations
+
+import pickle
+import zipfile
+from typing import Any
+
+import torch
+
+from asrpriv.errors import InputError
+from asrpriv.io.output import atomic_path
+from asrpriv.nnlm.model import build_model, make_config
+from asrpriv.nnlm.vocab import Vocabulary
+
+FORMAT = "asrpriv-nnlm"
+FORMAT_VERSION = 1
+KINDS = ("model", "delta")
+
+__all__ = ["load_model", "save_model", "build_model", "read_model_file", "save_delta",
+           "is_model_file", "FORMAT", "FORMAT_VERSION"]
+
+
+def _plain_state(state_dict: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    # detach, move to CPU and own the storage (no views into a larger tensor, no grads)
+    return {k: v.detach().to("cpu").clone().contiguous() for k, v in state_dict.items()}
+
+
+def save_model(path: str, model_or_state: Any, vocab: Vocabulary, config: dict,
+               kind: str = "model", **extra: Any) -> None:
+    """Write a model (or a delta with ``kind="delta"``) file atomically.
+
+    Args:
+        path: the output file.
+        model_or_state: an ``nn.Module`` or a state dict of tensors.
+        vocab: its vocabulary (``len(vocab) == config["vocab_size"]``).
+        config: the model config (:func:`asrpriv.nnlm.model.make_config`).
+        kind: "model" or "delta".
+        extra: more plain values to store (a delta's ``weight`` = number of training words).
+    """
+    if kind not in KINDS:
+        raise ValueError(f"kind must be one of {KINDS}")
+    if len(vocab) != config["vocab_size"]:
+        raise ValueError(f"vocabulary has {len(vocab)} words, config says {config['vocab_size']}")
+    state = model_or_state.state_dict() if hasattr(model_or_state, "state_dict") else model_or_state
+    payload = {"format": FORMAT, "format_version": FORMAT_VERSION, "kind": kind,
+               "config": dict(config), "vocab": list(vocab.words), "state_dict": _plain_state(state)}
+    for key, value in extra.items():
+        if key in payload:
+            raise ValueError(f"extra key {key!r} is reserved")
+        payload[key] = value
+    with atomic_path(path) as tmp:
+        torch.save(payload, tmp)
+
+
+def save_delta(path: str, delta_state: dict[str, torch.Tensor], vocab: Vocabulary, config: dict,
+               weight: int, **extra: Any) -> None:
+    """Write a delta (``init - new``) with its weight (number of training words)."""
+    save_model(path, delta_state, vocab, config, kind="delta", weight=int(weight), **extra)
+
+
+def is_model_file(path: str) -> bool:
+    """True if ``path`` looks like a torch zip file (our models), not ARPA or a kenlm binary."""
+    try:
+        return zipfile.is_zipfile(path)
+    except OSError:
+        return False
+
+
+def read_model_file(path: str) -> dict:
+    """Load and validate a model or delta file; returns its dict (tensors on CPU).
+
+    Raises:
+        AsrprivError: the file would need code to unpickle (refused), is not a torch file,
+            or does not have the asrpriv layout.
+    """
+    try:
+        payload = torch.load(path, map_location="cpu", weights_only=True)
+    except (FileNotFoundError, IsADirectoryError, PermissionError):
+        raise
+    except pickle.UnpicklingError as err:
+        if "weights only" in str(err).lower() or "weights_only" in str(err).lower():
+            raise InputError(path, None, "refused: loading it would unpickle code or objects that "
+                                         "a model file never holds (read with weights_only=True)"
+                             ) from None
+        raise InputError(path, None, "not a PyTorch model file") from None
+    except (RuntimeError, EOFError, ValueError, OSError, zipfile.BadZipFile) as err:
+        first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        raise InputError(path, None, f"not a readable PyTorch model file ({first})") from None
+    if not isinstance(payload, dict) or payload.get("format") != FORMAT:
+        raise InputError(path, None, f"not an {FORMAT} model file (no format marker)")
+    if payload.get("format_version") != FORMAT_VERSION:
+        raise InputError(path, None, f"unsupported model file version {payload.get('format_version')!r}")
+    for key, kind in (("config", dict), ("vocab", list), ("state_dict", dict)):
+        if not isinstance(payload.get(key), kind):
+            raise InputError(path, None, f"model file lacks its {key}")
+    if payload.get("kind") not in KINDS:
+        raise InputError(path, None, f"unknown model file kind {payload.get('kind')!r}")
+    return payload
+
+
+def vocab_and_config(payload: dict, path: str) -> tuple[Vocabulary, dict]:
+    """The vocabulary and the completed config of a loaded file."""
+    try:
+        vocab = Vocabulary(payload["vocab"])
+        config = make_config(payload["config"]["arch"], payload["config"]["vocab_size"],
+                             **{k: v for k, v in payload["config"].items()
+                                if k not in ("arch", "vocab_size")})
+    except (ValueError, KeyError, TypeError) as err:
+        raise InputError(path, None, f"bad model config or vocabulary: {err}") from None
+    if len(vocab) != config["vocab_size"]:
+        raise InputError(path, None, f"vocabulary has {len(vocab)} words, config says "
+                                     f"{config['vocab_size']}")
+    return vocab, config
+
+
+def load_model(path: str, device: str = "cpu"):
+    """Load a model file: ``(model, vocab, config)``, the model in eval mode on ``device``.
+
+    A delta file is refused here (it is not a model; add it to its init model first).
+    """
+    payload = read_model_file(path)
+    if payload["kind"] != "model":
+        raise InputError(path, None, f"is a {payload['kind']} file, not a model")
+    vocab, config = vocab_and_config(payload, path)
+    model = build_model(config)
+    try:
+        model.load_state_dict(payload["state_dict"], strict=True)
+    except RuntimeError as err:
+        first = str(err).strip().splitlines()[0]
+        raise InputError(path, None, f"state dict does not match its config: {first}") from None
+    model.to(device)
+    model.eval()
+    return model, vocab, config

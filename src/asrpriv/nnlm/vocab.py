@@ -1,0 +1,81 @@
+"""The word vocabulary of a neural LM (no torch here).
+
+Ids are positions in :attr:`Vocabulary.words`. The first three entries are the specials, with
+their ARPA names: ``<unk>`` (0), ``<s>`` (1) and ``</s>`` (2). ``<s>`` is context only and is
+never predicted; ``</s>`` is predicted and scored, as in ARPA/kenlm perplexities.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Iterable, Sequence
+
+UNK, BOS, EOS = "<unk>", "<s>", "</s>"
+SPECIALS = (UNK, BOS, EOS)
+
+
+class Vocabulary:
+    """An ordered list of distinct words with the three specials first.
+
+    Args:
+        words: the words, id = position. The specials must be the first three entries
+            (``<unk>``, ``<s>``, ``</s>``); use :func:`build_vocabulary` to make one from text.
+    """
+
+    __slots__ = ("words", "_index", "unk_id", "bos_id", "eos_id")
+
+    def __init__(self, words: Sequence[str]) -> None:
+        words = list(words)
+        if tuple(words[:3]) != SPECIALS:
+            raise ValueError(f"a vocabulary starts with {', '.join(SPECIALS)}; got {words[:3]}")
+        index = {w: i for i, w in enumerate(words)}
+        if len(index) != len(words):
+            dup = next(w for w in words if words.count(w) > 1)
+            raise ValueError(f"duplicate word in vocabulary: {dup!r}")
+        if any(not isinstance(w, str) or not w or any(c.isspace() for c in w) for w in words):
+            raise ValueError("vocabulary words must be non-empty strings without white space")
+        self.words = words
+        self._index = index
+        self.unk_id = 0
+        self.bos_id = 1
+        self.eos_id = 2
+
+    def __len__(self) -> int:
+        return len(self.words)
+
+    def __contains__(self, word: str) -> bool:
+        return word in self._index
+
+    def id(self, word: str) -> int:
+        """The id of ``word``; an out-of-vocabulary word gets :attr:`unk_id`."""
+        return self._index.get(word, 0)
+
+    def encode(self, words: Iterable[str]) -> list[int]:
+        """Ids of ``words`` (OOV -> ``<unk>``); adds no ``<s>``/``</s>``."""
+        get = self._index.get
+        return [get(w, 0) for w in words]
+
+    def is_oov(self, word: str) -> bool:
+        """True for a word that is scored as ``<unk>`` (a literal ``<unk>`` is not an OOV)."""
+        return word not in self._index
+
+    def __repr__(self) -> str:
+        return f"Vocabulary({len(self.words)} words)"
+
+
+def build_vocabulary(counts: Counter | dict[str, int], vocab_size: int | None = None,
+                     min_count: int = 1) -> Vocabulary:
+    """The most frequent words of ``counts`` (ties broken alphabetically), specials first.
+
+    Args:
+        counts: word -> count in the training text (specials in it are ignored).
+        vocab_size: the most words in total, specials included (None or 0 = no limit).
+        min_count: words seen fewer times are left out (they become ``<unk>``).
+    """
+    kept = sorted(((w, c) for w, c in counts.items() if c >= min_count and w not in SPECIALS),
+                  key=lambda wc: (-wc[1], wc[0]))
+    if vocab_size:
+        if vocab_size < len(SPECIALS) + 1:
+            raise ValueError(f"vocabulary size must be at least {len(SPECIALS) + 1}")
+        kept = kept[:vocab_size - len(SPECIALS)]
+    return Vocabulary(list(SPECIALS) + [w for w, _ in kept])
