@@ -55,9 +55,10 @@ class NbestReader:
         index: column name -> position.
     """
 
-    def __init__(self, path: str | None) -> None:
+    def __init__(self, path: str | None, lines: Iterator[tuple[int, str]] | None = None) -> None:
+        # ``lines``: an already-open ``iter_lines(path)`` (e.g. after peeking at stdin's first line)
         self.path = path
-        self._lines = iter_lines(path)
+        self._lines = lines if lines is not None else iter_lines(path)
         try:
             lineno, header = next(self._lines)
         except StopIteration:
