@@ -1,0 +1,125 @@
+"""Reading transcripts for scoring: Kaldi ``text`` or sclite ``trn``, keyed by utterance id.
+
+Text normalization is explicit (:class:`Normalizer`) and described by its signature part, so
+that a score always says how its words were compared.
+"""
+
+from __future__ import annotations
+
+import unicodedata
+from dataclasses import dataclass
+
+from asrpriv.errors import InputError
+from asrpriv.io.lines import iter_lines
+from asrpriv.io.trn import parse_trn_line
+
+FORMATS = ("auto", "kaldi", "trn")
+
+
+@dataclass(frozen=True)
+class Normalizer:
+    """How words are compared.
+
+    ``lowercase``: fold case (``str.lower``), as sclite does unless given ``-s``.
+    ``strip_punct``: remove Unicode punctuation (categories P*) from both edges of every word
+    (inner punctuation such as ``i'm`` or ``well-known`` is kept); words that were only
+    punctuation disappear.
+    """
+
+    lowercase: bool = True
+    strip_punct: bool = False
+
+    def signature(self) -> str:
+        return f"case:{'lc' if self.lowercase else 'mixed'}|strip:{'punct' if self.strip_punct else 'none'}"
+
+    def line(self, text: str) -> str:
+        return text.lower() if self.lowercase else text
+
+    def words(self, words: list[str]) -> list[str]:
+        if not self.strip_punct:
+            return words
+        out = []
+        for word in words:
+            word = _strip_punct(word)
+            if word:
+                out.append(word)
+        return out
+
+
+def _is_punct(ch: str) -> bool:
+    return unicodedata.category(ch).startswith("P")
+
+
+def _strip_punct(word: str) -> str:
+    start, end = 0, len(word)
+    while start < end and _is_punct(word[start]):
+        start += 1
+    while end > start and _is_punct(word[end - 1]):
+        end -= 1
+    return word[start:end]
+
+
+@dataclass
+class Transcript:
+    """Utterances of one file: ``words[id]`` and the 1-based line of each id, in file order."""
+
+    path: str | None
+    format: str
+    words: dict[str, list[str]]
+    lines: dict[str, int]
+
+
+def detect_format(lines: list[tuple[int, str]]) -> str:
+    """``trn`` if every non-blank line ends with ``(id)``, else ``kaldi``."""
+    seen = False
+    for _lineno, line in lines:
+        stripped = line.rstrip()
+        if not stripped:
+            continue
+        seen = True
+        if not stripped.endswith(")") or "(" not in stripped:
+            return "kaldi"
+    return "trn" if seen else "kaldi"
+
+
+def read_transcript(path: str | None, fmt: str = "auto",
+                    normalizer: Normalizer = Normalizer()) -> Transcript:
+    """Read a transcript; duplicate ids, lines without an id and bad trn ids are errors.
+
+    Case folding applies to the words only, never to utterance ids.
+    """
+    if fmt not in FORMATS:
+        raise ValueError(f"unknown transcript format {fmt!r}")
+    lines = list(iter_lines(path))
+    if fmt == "auto":
+        fmt = detect_format(lines)
+    words: dict[str, list[str]] = {}
+    where: dict[str, int] = {}
+    trn = fmt == "trn"
+    lower = normalizer.lowercase
+    strip = normalizer.strip_punct
+    for lineno, line in lines:
+        if trn:
+            if not line.strip():
+                continue
+            utt_id, toks = parse_trn_line(line, path, lineno)
+            if lower:
+                toks = [w.lower() for w in toks]
+        else:
+            if not line or line.isspace():
+                continue
+            if line[0].isspace():
+                raise InputError(path, lineno,
+                                 "line without an utterance id (it starts with white space)")
+            parts = line.split(None, 1)
+            utt_id = parts[0]
+            rest = parts[1] if len(parts) > 1 else ""
+            toks = (rest.lower() if lower else rest).split()
+        if strip:
+            toks = normalizer.words(toks)
+        if utt_id in words:
+            raise InputError(path, lineno,
+                             f"duplicate utterance id {utt_id!r} (first on line {where[utt_id]})")
+        words[utt_id] = toks
+        where[utt_id] = lineno
+    return Transcript(path=path, format=fmt, words=words, lines=where)
