@@ -1,0 +1,260 @@
+"""ARPA back-off language models: an exact reader and writer, and back-off queries.
+
+All scores are **log10** probabilities, as the ARPA format stores them. A model read with
+:func:`read_arpa` and written with :meth:`ArpaModel.write` (default ``precision=None``)
+reproduces every number exactly: floats are written as the shortest decimal that reads back
+to the same double (``repr``), whole numbers without a fraction (``-99``, ``0``), and an
+entry without a back-off weight stays without one. Entries keep their file order.
+
+Query semantics (SRILM/KenLM back-off)::
+
+    p(w | h) = p*(w | h)                 if the n-gram "h w" is listed
+             = bow(h) * p(w | h')        otherwise, h' = h without its first (oldest) word
+
+with ``bow(h) = 1`` (log10 0) when h is not listed or has no weight. Words not in the unigram
+list are scored as ``<unk>`` (in the history too), as kenlm does.
+
+This module is pure Python (no numpy), so light steps can read ARPA files cheaply.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import IO, Iterable, Sequence
+
+from asrpriv.errors import InputError
+
+UNK, BOS, EOS = "<unk>", "<s>", "</s>"
+
+_COUNT_LINE = re.compile(r"^ngram\s+(\d+)\s*=\s*(\d+)\s*$")
+_SECTION = re.compile(r"^\\(\d+)-grams:\s*$")
+
+
+class ArpaModel:
+    """A back-off n-gram model as listed in an ARPA file.
+
+    ``ngrams[n-1]`` maps a tuple of n words to ``(log10 prob, log10 backoff or None)``, in
+    file order. Build one with :func:`read_arpa` or from a trainer.
+    """
+
+    def __init__(self, ngrams: list[dict[tuple[str, ...], tuple[float, float | None]]]) -> None:
+        if not ngrams or not ngrams[0]:
+            raise ValueError("an ARPA model needs unigrams")
+        self.ngrams = ngrams
+
+    @property
+    def order(self) -> int:
+        return len(self.ngrams)
+
+    @property
+    def vocabulary(self) -> list[str]:
+        """The unigram words, in file order (including ``<s>``, ``</s>``, ``<unk>``)."""
+        return [key[0] for key in self.ngrams[0]]
+
+    def counts(self) -> list[int]:
+        return [len(table) for table in self.ngrams]
+
+    def map_word(self, word: str) -> str:
+        """The word itself if it is in the unigram list, else ``<unk>``."""
+        return word if (word,) in self.ngrams[0] else UNK
+
+    def backoff(self, context: Sequence[str]) -> float:
+        """log10 back-off weight of a history (0 when it is not listed or has none)."""
+        ctx = tuple(context)
+        if not ctx or len(ctx) >= self.order:
+            return 0.0
+        entry = self.ngrams[len(ctx) - 1].get(ctx)
+        if entry is None or entry[1] is None:
+            return 0.0
+        return entry[1]
+
+    def prob(self, word: str, context: Sequence[str] = ()) -> float:
+        """log10 p(word | context); ``context`` lists the preceding words, oldest first.
+
+        Only the last ``order - 1`` words of the context matter. Out-of-vocabulary words
+        (here and in the context) are scored as ``<unk>``; a model without ``<unk>`` gives
+        ``-inf`` for them.
+        """
+        word = self.map_word(word)
+        ctx = tuple(self.map_word(w) for w in context)
+        if self.order > 1:
+            ctx = ctx[len(ctx) - (self.order - 1):] if len(ctx) > self.order - 1 else ctx
+        else:
+            ctx = ()
+        total_backoff = 0.0
+        for start in range(len(ctx) + 1):
+            hist = ctx[start:]
+            entry = self.ngrams[len(hist)].get(hist + (word,))
+            if entry is not None:
+                return total_backoff + entry[0]
+            total_backoff += self.backoff(hist)
+        return -math.inf
+
+    def score_sentence(self, words: Sequence[str], bos: bool = True, eos: bool = True) -> float:
+        """log10 probability of a sentence: its words and, with ``eos``, ``</s>``.
+
+        With ``bos`` the history starts as ``<s>`` (the same as ``kenlm.Model.score``).
+        """
+        context: list[str] = [BOS] if bos else []
+        total = 0.0
+        targets = list(words) + ([EOS] if eos else [])
+        keep = max(self.order - 1, 0)
+        for word in targets:
+            total += self.prob(word, context[-keep:] if keep else ())
+            context.append(word)
+        return total
+
+    def perplexity(self, sentences: Iterable[Sequence[str]]) -> tuple[float, int, int]:
+        """``(perplexity, predicted tokens, OOV tokens)`` over sentences, counting ``</s>``.
+
+        Perplexity is ``10 ** (-sum log10 p / tokens)``; OOVs are scored as ``<unk>`` and
+        counted (as kenlm does).
+        """
+        total, tokens, oov = 0.0, 0, 0
+        for words in sentences:
+            total += self.score_sentence(words)
+            tokens += len(words) + 1
+            oov += sum(1 for w in words if (w,) not in self.ngrams[0])
+        return 10.0 ** (-total / max(tokens, 1)), tokens, oov
+
+    def write(self, out: IO[str] | str, precision: int | None = None) -> None:
+        """Write the model as ARPA to a text stream or a path (a path is written atomically).
+
+        ``precision=None`` writes every float exactly (shortest round-trip decimal);
+        an integer writes that many digits after the point.
+        """
+        if isinstance(out, str):
+            from asrpriv.io.output import open_output
+
+            with open_output(out) as handle:
+                self.write(handle, precision)
+            return
+        fmt = format_float if precision is None else (lambda x: format_float(x, precision))
+        write_header(out, self.counts())
+        for n, table in enumerate(self.ngrams, 1):
+            out.write(f"\\{n}-grams:\n")
+            lines = []
+            for words, (prob, bow) in table.items():
+                if bow is None:
+                    lines.append(f"{fmt(prob)}\t{' '.join(words)}\n")
+                else:
+                    lines.append(f"{fmt(prob)}\t{' '.join(words)}\t{fmt(bow)}\n")
+                if len(lines) >= 65536:
+                    out.write("".join(lines))
+                    lines.clear()
+            out.write("".join(lines))
+            out.write("\n")
+        out.write("\\end\\\n")
+
+
+def format_float(x: float, precision: int | None = None) -> str:
+    """ARPA text of a number: whole numbers bare (``-99``, ``0``); else ``repr`` or fixed digits."""
+    if math.isfinite(x) and x == int(x):
+        return str(int(x))
+    if precision is None:
+        return repr(float(x))
+    return f"{x:.{precision}f}"
+
+
+def write_header(out: IO[str], counts: Sequence[int]) -> None:
+    out.write("\n\\data\\\n")
+    for n, count in enumerate(counts, 1):
+        out.write(f"ngram {n}={count}\n")
+    out.write("\n")
+
+
+def read_arpa(path: str | None) -> ArpaModel:
+    """Read an ARPA file (``.gz`` is decompressed; ``-`` = stdin) into an :class:`ArpaModel`.
+
+    Malformed content raises :class:`~asrpriv.errors.InputError` with the line number: a
+    missing ``\\data\\`` header, bad numbers, wrong field counts, n-gram counts that disagree
+    with the header, duplicate n-grams, or a missing ``\\end\\``.
+    """
+    from asrpriv.io.lines import iter_lines
+
+    declared: dict[int, int] = {}
+    ngrams: list[dict[tuple[str, ...], tuple[float, float | None]]] = []
+    state = "start"  # start -> header -> body -> end
+    n = 0
+    table: dict[tuple[str, ...], tuple[float, float | None]] = {}
+    last_line = 0
+    for lineno, line in iter_lines(path):
+        last_line = lineno
+        text = line.strip()
+        if state == "body":
+            if not text:
+                continue
+            if text[0] == "\\":
+                _close_section(path, lineno, n, table, declared)
+                if text == "\\end\\":
+                    state = "end"
+                    continue
+                match = _SECTION.match(text)
+                if not match or int(match.group(1)) != n + 1:
+                    raise InputError(path, lineno, f"expected \\{n + 1}-grams: or \\end\\, got {text[:40]!r}")
+                n += 1
+                table = {}
+                ngrams.append(table)
+                continue
+            fields = text.split()
+            if len(fields) == n + 1:
+                bow = None
+            elif len(fields) == n + 2:
+                bow = _number(fields[-1], path, lineno)
+            else:
+                raise InputError(path, lineno, f"expected a {n}-gram entry (log10 prob, {n} words, "
+                                               f"optional back-off), got {len(fields)} fields")
+            key = tuple(fields[1:n + 1])
+            if key in table:
+                raise InputError(path, lineno, f"duplicate {n}-gram {' '.join(key)!r}")
+            table[key] = (_number(fields[0], path, lineno), bow)
+        elif state == "start":
+            if not text:
+                continue
+            if text != "\\data\\":
+                raise InputError(path, lineno, "not an ARPA file: expected \\data\\")
+            state = "header"
+        elif state == "header":
+            if not text:
+                continue
+            match = _COUNT_LINE.match(text)
+            if match:
+                order = int(match.group(1))
+                if order != len(declared) + 1:
+                    raise InputError(path, lineno, f"expected 'ngram {len(declared) + 1}=COUNT', got {text!r}")
+                declared[order] = int(match.group(2))
+                continue
+            match = _SECTION.match(text)
+            if not match or int(match.group(1)) != 1 or not declared:
+                raise InputError(path, lineno, f"expected 'ngram N=COUNT' or \\1-grams:, got {text[:40]!r}")
+            state, n, table = "body", 1, {}
+            ngrams.append(table)
+        else:  # after \end\
+            if text:
+                raise InputError(path, lineno, "text after \\end\\")
+    if state == "start":
+        raise InputError(path, None, "empty input: expected an ARPA language model")
+    if state != "end":
+        raise InputError(path, last_line, "unexpected end of file: missing \\end\\")
+    if len(ngrams) != len(declared):
+        raise InputError(path, last_line, f"header declares {len(declared)} orders, file has {len(ngrams)}")
+    if not ngrams[0]:
+        raise InputError(path, None, "no unigrams")
+    return ArpaModel(ngrams)
+
+
+def _close_section(path, lineno, n, table, declared) -> None:
+    if len(table) != declared.get(n, -1):
+        raise InputError(path, lineno, f"header declares {declared.get(n)} {n}-grams, "
+                                       f"the section lists {len(table)}")
+
+
+def _number(text: str, path, lineno: int) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise InputError(path, lineno, f"expected a number, got {text[:40]!r}") from None
+    if math.isnan(value):
+        raise InputError(path, lineno, "NaN in an ARPA file")
+    return value

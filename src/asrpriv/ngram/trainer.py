@@ -1,0 +1,150 @@
+"""Training a back-off n-gram LM (interpolated modified Kneser-Ney) and writing it as ARPA.
+
+See :mod:`asrpriv.ngram.kneser_ney` for the estimator and its equations; this module ties
+counting, estimation and the ARPA text together.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import IO, Iterable, Sequence
+
+import numpy as np
+
+from asrpriv.ngram.arpa import ArpaModel, format_float, write_header
+from asrpriv.ngram.counting import BOS_ID, EOS_ID, UNK_ID, NgramCounts, Vocab, count_ngrams
+from asrpriv.ngram.kneser_ney import FALLBACK_DISCOUNTS, KneserNeyOrder, estimate
+
+#: digits after the point in trained ARPA files: |log10 error| <= 5e-8, i.e. a relative
+#: probability error below 1.2e-7 (kenlm itself stores float32)
+DEFAULT_PRECISION = 7
+#: log10 probability written for <s> (context only, never predicted), as lmplz and SRILM do
+BOS_LOG10 = -99.0
+
+
+@dataclass
+class TrainedModel:
+    """Counts and modified Kneser-Ney estimates of every order, ready to be written."""
+
+    counts: NgramCounts
+    orders: list[KneserNeyOrder]
+
+    @property
+    def order(self) -> int:
+        return len(self.orders)
+
+    def ngram_counts(self) -> list[int]:
+        return [len(table) for table in self.counts.orders]
+
+    def _columns(self):
+        """Per order: (word strings, log10 probs, log10 backoffs or NaN for none)."""
+        vocab = self.counts.vocab.words
+        prev_words: list[str] = []
+        for n, (table, est) in enumerate(zip(self.counts.orders, self.orders), 1):
+            if n == 1:
+                words = list(vocab)
+            else:
+                words = [f"{prev_words[p]} {vocab[w]}"
+                         for p, w in zip(table.prefix.tolist(), table.last.tolist())]
+            with np.errstate(divide="ignore"):
+                logp = np.log10(est.prob)
+                logb = np.log10(est.gamma)
+            if n == 1:
+                logp[BOS_ID] = BOS_LOG10
+            if n == self.order:
+                logb = np.full(len(table), np.nan)
+            yield n, words, logp, logb
+            prev_words = words
+
+    def write(self, out: IO[str] | str, precision: int | None = DEFAULT_PRECISION) -> None:
+        """Write ARPA text to a stream or a path (a path is written atomically).
+
+        An n-gram that is a context (has extensions) carries its back-off weight
+        ``log10 gamma``; ``</s>``, highest-order n-grams and n-grams never extended carry none.
+        """
+        if isinstance(out, (str, os.PathLike)):
+            from asrpriv.io.output import open_output
+
+            with open_output(str(out)) as handle:
+                self.write(handle, precision)
+            return
+        write_header(out, self.ngram_counts())
+        for n, words, logp, logb in self._columns():
+            out.write(f"\\{n}-grams:\n")
+            probs = [format_float(x, precision) for x in logp.tolist()]
+            has_bow = ~np.isnan(logb)
+            bows = [format_float(x, precision) if ok else None
+                    for x, ok in zip(logb.tolist(), has_bow.tolist())]
+            chunk: list[str] = []
+            for p, w, b in zip(probs, words, bows):
+                chunk.append(f"{p}\t{w}\n" if b is None else f"{p}\t{w}\t{b}\n")
+                if len(chunk) >= 65536:
+                    out.write("".join(chunk))
+                    chunk.clear()
+            out.write("".join(chunk))
+            out.write("\n")
+        out.write("\\end\\\n")
+
+    def to_arpa_model(self, precision: int | None = None) -> ArpaModel:
+        """The model as an :class:`ArpaModel` (exact float64 values unless ``precision``)."""
+        ngrams = []
+        for n, words, logp, logb in self._columns():
+            table = {}
+            for w, p, b in zip(words, logp.tolist(), logb.tolist()):
+                if precision is not None:
+                    p = round(p, precision)
+                    b = b if b != b else round(b, precision)
+                table[tuple(w.split(" "))] = (p, None if b != b else b)
+            ngrams.append(table)
+        return ArpaModel(ngrams)
+
+
+def train(sentences: Iterable[Sequence[str]], order: int = 3, vocab: Iterable[str] | None = None,
+          discount_fallback: bool | tuple[float, float, float] = False,
+          discounts: dict[int, tuple[float, float, float]] | None = None) -> TrainedModel:
+    """Count ``sentences`` (lists of words, without ``<s>``/``</s>``) and estimate the model.
+
+    Args:
+        order: the n-gram order N (>= 1).
+        vocab: a closed vocabulary: words outside it are mapped to ``<unk>`` (which is then
+            trained like a word); words in it that never occur get unigrams with the uniform
+            share of the back-off mass. ``None``: the vocabulary is the words of the text.
+        discount_fallback: when the discounts of an order cannot be estimated (tiny data),
+            use lmplz's fallback (0.5, 1.0, 1.5) (``True``) or the given triple, instead of
+            raising :class:`~asrpriv.ngram.kneser_ney.DiscountError`.
+        discounts: fixed ``{order: (D1, D2, D3+)}`` overriding the estimates.
+    Raises:
+        ValueError: no sentences, a reserved word in a sentence, or an order below 1.
+    """
+    voc = Vocab(vocab, closed=True) if vocab is not None else Vocab()
+    counts = count_ngrams(sentences, order, voc)
+    if discount_fallback is True:
+        fallback = FALLBACK_DISCOUNTS
+    elif discount_fallback:
+        fallback = tuple(discount_fallback)  # type: ignore[assignment]
+    else:
+        fallback = None
+    return TrainedModel(counts, estimate(counts, fallback, discounts))
+
+
+def train_arpa(sentences: Iterable[Sequence[str]], order: int = 3, output: str | IO[str] | None = None,
+               precision: int | None = DEFAULT_PRECISION, **options) -> str | None:
+    """Train an interpolated modified Kneser-Ney model and return or write its ARPA text.
+
+    ``output``: a path (written atomically) or a text stream; ``None`` returns the ARPA text
+    as a string. ``options`` go to :func:`train` (``vocab``, ``discount_fallback``,
+    ``discounts``). Probabilities are log10, as ARPA stores them.
+    """
+    model = train(sentences, order, **options)
+    if output is None:
+        import io
+
+        buffer = io.StringIO()
+        model.write(buffer, precision)
+        return buffer.getvalue()
+    model.write(output, precision)
+    return None
+
+
+__all__ = ["TrainedModel", "train", "train_arpa", "UNK_ID", "EOS_ID", "BOS_ID"]
