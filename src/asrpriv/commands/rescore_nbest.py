@@ -1,0 +1,150 @@
+"""``asrpriv rescore-nbest``: second-pass N-best rescoring with neural/n-gram LMs and FMP factors."""
+
+from __future__ import annotations
+
+import click
+
+from asrpriv.options import common_options, output_option
+
+HELP = """Rescore N-best lists (TSV) with a neural LM and/or an n-gram LM, and re-rank them.
+
+\b
+Each hypothesis gets (natural log, higher is better):
+  score = acoustic + lm_weight * ((1 - w) * lm + w * nnlm) + word_penalty * n_words
+\b
+  acoustic  the am_score column; else the first-pass total (first_pass_score, or score);
+            else, for lists with ranks only, the rank prior -(rank - 1), one nat per rank
+            step (tune --lm-weight against it with tune-weights).
+  lm        the --ngram score if given (it replaces the first-pass lm_score), else the
+            first-pass lm_score column.
+  nnlm      the --nnlm score. w = --nnlm-weight; without an NNLM score w counts as 0,
+            without an n-gram/lm_score as 1.
+  LM scores are sentence log-probs: the words and </s>, from <s> (kenlm's log10 x ln 10).
+
+\b
+FMP factors (word<TAB>log_factor, natural log; paper 000 Eq. 1) rescale the NNLM:
+by default exactly renormalized, ln p'(w|h) = log_softmax(logits + f)[w] over the whole
+vocabulary; --unnormalized adds f(w) to ln p(w|h) as the paper does for speed. Words
+without a factor get 0; factor words outside the NNLM vocabulary are ignored (counted on
+stderr). Factors need --nnlm: with only --ngram they are an error (adapt an n-gram with
+fma-adapt instead).
+
+\b
+Output: every input column kept; score and rank replaced by the new total and rank
+(1 = best), rows re-sorted within each utterance (ties keep the first-pass order);
+added when absent: first_pass_rank, first_pass_score (the old score column), nnlm_score,
+ngram_score, score, rank. With --best: Kaldi text of each 1-best, for score-wer.
+
+Weights from tune-weights: --weights FILE; options given on the command line win.
+"""
+
+
+@click.command("rescore-nbest", help=HELP)
+@click.argument("inputs", nargs=-1, metavar="[NBEST.tsv]...")
+@click.option("--nnlm", metavar="MODEL", default=None,
+              help="Neural LM model file (from finetune-lm).")
+@click.option("--ngram", metavar="LM", default=None,
+              help="n-gram LM: ARPA (.arpa, .arpa.gz) or KenLM binary.")
+@click.option("--factors", "factors_file", metavar="FILE", default=None,
+              help="FMP factors file applied to every utterance.")
+@click.option("--factors-dir", metavar="DIR", default=None,
+              help="Directory of <client>.tsv factor files, chosen by the 'client' column.")
+@click.option("--missing-factors", type=click.Choice(["error", "ignore"]), default="error",
+              show_default=True,
+              help="A client without a file in --factors-dir: stop, or score it without factors.")
+@click.option("--unnormalized", is_flag=True,
+              help="Add the log factor to the word's log-prob without renormalizing (000 §2.1).")
+@click.option("--lm-weight", type=float, default=6.5, show_default=True,
+              help="Weight of the LM part (the AMI first pass used 6.5).")
+@click.option("--nnlm-weight", "-w", type=click.FloatRange(0.0, 1.0), default=0.5, show_default=True,
+              help="w: share of the NNLM score in the LM part (paper: 0.5).")
+@click.option("--word-penalty", type=float, default=-0.431, show_default=True,
+              help="Added per word, nats (ln 0.65 = -0.431, the AMI first pass).")
+@click.option("--weights", "weights_file", metavar="FILE", default=None,
+              help="Weights file from tune-weights (#lm_weight=, #nnlm_weight=, #word_penalty=).")
+@click.option("--reuse-scores", is_flag=True,
+              help="Use nnlm_score/ngram_score columns already in the input (an earlier "
+                   "rescore-nbest output) for the LMs not given: re-rank without rescoring.")
+@click.option("--best", is_flag=True, help="Write Kaldi text of each utterance's best hypothesis.")
+@click.option("--device", type=click.Choice(["cpu", "cuda"]), default="cpu", show_default=True,
+              help="Where the NNLM runs.")
+@click.option("--threads", type=click.IntRange(min=1), default=None,
+              help="CPU threads for the NNLM (default: torch's choice).")
+@click.option("--batch-tokens", type=click.IntRange(min=1), default=4096, show_default=True,
+              help="Padded tokens per NNLM forward pass (rows x longest row).")
+@click.option("--chunk-utts", type=click.IntRange(min=1), default=256, show_default=True,
+              help="Utterances read and scored together (bounds memory).")
+@output_option
+@common_options
+@click.pass_context
+def rescore_nbest(ctx: click.Context, inputs, nnlm, ngram, factors_file, factors_dir, missing_factors,
+                  unnormalized, lm_weight, nnlm_weight, word_penalty, weights_file, reuse_scores, best,
+                  device, threads, batch_tokens, chunk_utts, output) -> None:
+    from asrpriv.errors import AsrprivError
+    from asrpriv.io.output import open_output
+    from asrpriv.options import info, is_verbose
+    from asrpriv.progress import Progress
+    from asrpriv.rescore.combine import Weights, read_weights
+    from asrpriv.rescore.pipeline import Rescorer, iter_inputs
+
+    if factors_file and factors_dir:
+        raise AsrprivError("give --factors or --factors-dir, not both")
+    if (factors_file or factors_dir) and not nnlm:
+        raise AsrprivError("--factors/--factors-dir need --nnlm (FMP factors rescale the neural LM; "
+                           "for an n-gram LM, write an adapted ARPA with fma-adapt)")
+    if not (nnlm or ngram or reuse_scores):
+        raise AsrprivError("nothing to score with: give --nnlm and/or --ngram "
+                           "(or --reuse-scores to re-rank with the input's score columns)")
+    inputs = iter_inputs(inputs)
+    if sum(1 for p in inputs if p == "-") > 1:
+        raise AsrprivError("standard input ('-') can be read only once")
+
+    weights = Weights(lm_weight, nnlm_weight, word_penalty)
+    if weights_file:
+        from click.core import ParameterSource
+
+        loaded = read_weights(weights_file).weights
+        for name in ("lm_weight", "nnlm_weight", "word_penalty"):
+            if ctx.get_parameter_source(name) != ParameterSource.COMMANDLINE:
+                setattr(weights, name, getattr(loaded, name))
+        if not 0.0 <= weights.nnlm_weight <= 1.0:
+            raise AsrprivError(f"{weights_file}: nnlm_weight must lie in [0, 1]")
+
+    if threads:
+        import torch
+
+        torch.set_num_threads(threads)
+    nnlm_scorer = ngram_scorer = factors = None
+    if nnlm:
+        from asrpriv.rescore.nnlm import NnlmScorer
+
+        nnlm_scorer = NnlmScorer(nnlm, device=device, batch_tokens=batch_tokens,
+                                 normalized=not unnormalized)
+    if ngram:
+        from asrpriv.rescore.ngram import NgramScorer
+
+        ngram_scorer = NgramScorer(ngram, verbose=is_verbose())
+    if factors_file or factors_dir:
+        from asrpriv.rescore.factors import FactorTable
+
+        factors = FactorTable(nnlm_scorer.vocab, factors_file, factors_dir, missing_factors, device)
+        if factors_file:
+            factors.vector(factors_file)  # a bad factors file fails before any output
+
+    rescorer = Rescorer(weights, nnlm_scorer, ngram_scorer, factors, reuse_scores=reuse_scores,
+                        best=best, chunk_utts=chunk_utts)
+    with Progress("utt") as progress, open_output(output) as out:
+        stats = rescorer.run(inputs, out, progress)
+    if rescorer.layout is not None and is_verbose():
+        info(f"rescore-nbest: {rescorer.layout.describe()}")
+    note = (f"rescore-nbest: {stats.utterances} utterances, {stats.hypotheses} hypotheses; "
+            f"lm_weight={weights.lm_weight:g} nnlm_weight={weights.nnlm_weight:g} "
+            f"word_penalty={weights.word_penalty:g}")
+    if nnlm_scorer is not None:
+        note += f"; NNLM OOV words (scored as <unk>): {stats.nnlm_oov}"
+    info(note)
+    if factors is not None:
+        info(f"rescore-nbest: {factors.summary()}")
+    if rescorer.layout is not None and rescorer.layout.acoustic is None:
+        info("rescore-nbest: no am_score or score column: the acoustic part is the rank prior "
+             "-(rank-1); tune --lm-weight for such lists (tune-weights)")

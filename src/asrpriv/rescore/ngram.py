@@ -1,0 +1,78 @@
+"""N-gram sentence scores through kenlm.
+
+kenlm reads ARPA (plain or gzip) and its own binary formats, and scores in log10; we return
+natural-log scores (``log10 * ln 10``). A sentence ``w1..wn`` is scored from ``<s>`` and includes
+``</s>``: ``sum_{i=1..n+1} ln P(w_i | history)`` with ``w_{n+1} = </s>``, as
+``kenlm.Model.score(sentence, bos=True, eos=True)`` does. Words outside the LM's vocabulary get
+the LM's ``<unk>`` probability (kenlm substitutes log10 -100 when the ARPA has no ``<unk>``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import os
+import sys
+from typing import Iterator, Sequence
+
+from asrpriv.errors import AsrprivError, InputError
+
+LN10 = math.log(10.0)
+
+
+@contextlib.contextmanager
+def silence_native_stderr(enabled: bool = True) -> Iterator[None]:
+    """Redirect file descriptor 2 to /dev/null (kenlm's loader prints a progress bar there)."""
+    if not enabled:
+        yield
+        return
+    sys.stderr.flush()
+    saved = os.dup(2)
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, 2)
+        yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+        os.close(devnull)
+
+
+class NgramScorer:
+    """A kenlm model that scores word sequences in natural log.
+
+    Args:
+        path: ARPA (``.arpa``/``.arpa.gz``) or KenLM binary file.
+        verbose: let kenlm's loading messages through to stderr.
+    """
+
+    def __init__(self, path: str, verbose: bool = False) -> None:
+        import kenlm
+
+        if not os.path.isfile(path):
+            raise AsrprivError(f"{path}: no such n-gram LM file")
+        try:
+            with silence_native_stderr(not verbose):
+                self.model = kenlm.Model(path)
+        except (OSError, RuntimeError, ValueError) as err:
+            first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+            raise InputError(path, None, f"cannot load as an ARPA or KenLM binary LM ({first})") from None
+        self.path = path
+        self.order = self.model.order
+
+    def score(self, words: Sequence[str]) -> float:
+        """Natural-log probability of ``<s> words </s>`` (sum over the words and ``</s>``)."""
+        return self.model.score(" ".join(words), bos=True, eos=True) * LN10
+
+    def score_many(self, sentences: Sequence[Sequence[str]]) -> list[float]:
+        """:meth:`score` of each sentence (identical sentences are scored once)."""
+        cache: dict[str, float] = {}
+        score = self.model.score
+        out = []
+        for words in sentences:
+            key = " ".join(words)
+            value = cache.get(key)
+            if value is None:
+                value = cache[key] = score(key, bos=True, eos=True) * LN10
+            out.append(value)
+        return out

@@ -1,0 +1,264 @@
+"""The streaming rescorer behind ``asrpriv rescore-nbest``.
+
+Utterances are read in chunks (``chunk_utts`` at a time); all hypotheses of a chunk are scored
+together (the NNLM in length-sorted batches, see :mod:`asrpriv.rescore.nnlm`), combined with
+:class:`asrpriv.rescore.combine.Weights`, re-ranked within their utterance (best total first;
+ties keep the first-pass order) and written in input order. Memory is bounded by the chunk,
+not by the input.
+
+Output columns: every input column, in place and unchanged, except ``score`` and ``rank``
+(replaced by the new total and rank) and ``nnlm_score``/``ngram_score`` when recomputed; then,
+if absent, ``first_pass_rank`` (the input rank, or file order), ``first_pass_score`` (the input
+``score`` column, when there was one), ``nnlm_score``, ``ngram_score`` (natural-log sentence
+log-probs including ``</s>``), ``score`` and ``rank``. So an output can be rescored or re-ranked
+again (``reuse_scores``) with the first-pass information intact.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import IO, Iterable, Sequence
+
+from asrpriv.errors import AsrprivError, InputError
+from asrpriv.io.nbest import NbestReader, Utterance, format_score
+from asrpriv.rescore.combine import Weights
+
+
+@dataclass
+class Stats:
+    """What a run did, for the stderr summary."""
+
+    utterances: int = 0
+    hypotheses: int = 0
+    words: int = 0
+    nnlm_oov: int = 0
+
+
+class Layout:
+    """Where each score comes from and goes to, for one input header.
+
+    Args:
+        columns: the input header.
+        nnlm: an NNLM score is computed.
+        ngram: an n-gram score is computed.
+        reuse_scores: take ``nnlm_score``/``ngram_score`` from the input when not computed.
+    """
+
+    def __init__(self, columns: Sequence[str], nnlm: bool, ngram: bool, reuse_scores: bool) -> None:
+        self.columns = list(columns)
+        index = {c: i for i, c in enumerate(columns)}
+        self.index = index
+        out = list(columns)
+        added: list[str] = []
+        for name in ("first_pass_rank",):
+            if name not in index:
+                added.append(name)
+        if "score" in index and "first_pass_score" not in index:
+            added.append("first_pass_score")
+        if nnlm and "nnlm_score" not in index:
+            added.append("nnlm_score")
+        if ngram and "ngram_score" not in index:
+            added.append("ngram_score")
+        for name in ("score", "rank"):
+            if name not in index:
+                added.append(name)
+        out += added
+        self.out_columns = out
+        self.out_index = {c: i for i, c in enumerate(out)}
+        # the acoustic part of the total (combine.py)
+        for name in ("am_score", "first_pass_score", "score"):
+            if name in index:
+                self.acoustic = name
+                break
+        else:
+            self.acoustic = None  # rank prior
+        self.compute_nnlm = nnlm
+        self.compute_ngram = ngram
+        self.nnlm_from = "nnlm_score" if (not nnlm and reuse_scores and "nnlm_score" in index) else None
+        if ngram:
+            self.lm_from = None
+        elif reuse_scores and "ngram_score" in index:
+            self.lm_from = "ngram_score"
+        elif "lm_score" in index:
+            self.lm_from = "lm_score"
+        else:
+            self.lm_from = None
+        self.has_nnlm = nnlm or self.nnlm_from is not None
+        self.has_lm = ngram or self.lm_from is not None
+
+    def describe(self) -> str:
+        acoustic = self.acoustic or "rank prior -(first_pass_rank-1)"
+        lm = "--ngram" if self.compute_ngram else (self.lm_from or "none")
+        nn = "--nnlm" if self.compute_nnlm else (self.nnlm_from or "none")
+        return f"acoustic: {acoustic}; lm (1-w): {lm}; nnlm (w): {nn}"
+
+
+def _float(path, lineno: int, name: str, text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise InputError(path, lineno, f"{name}: expected a number, got {text!r}") from None
+    if math.isnan(value):
+        raise InputError(path, lineno, f"{name}: NaN is not a score")
+    return value
+
+
+def _first_pass_rank(reader: NbestReader, layout: Layout, hyp) -> int:
+    i = layout.index.get("first_pass_rank")
+    if i is None:
+        return hyp.rank
+    try:
+        value = int(hyp.values[i])
+    except ValueError:
+        raise InputError(reader.path, hyp.lineno,
+                         f"first_pass_rank: expected an integer, got {hyp.values[i]!r}") from None
+    return value
+
+
+class Rescorer:
+    """Rescore N-best TSVs with the given scorers and weights.
+
+    Args:
+        weights: the combination weights.
+        nnlm: an :class:`asrpriv.rescore.nnlm.NnlmScorer`, or None.
+        ngram: an :class:`asrpriv.rescore.ngram.NgramScorer`, or None.
+        factors: an :class:`asrpriv.rescore.factors.FactorTable` (needs ``nnlm``), or None.
+        reuse_scores: use ``nnlm_score``/``ngram_score`` columns already in the input.
+        best: write Kaldi text of each utterance's best hypothesis instead of the TSV.
+        chunk_utts: utterances scored together.
+    """
+
+    def __init__(self, weights: Weights, nnlm=None, ngram=None, factors=None,
+                 reuse_scores: bool = False, best: bool = False, chunk_utts: int = 256) -> None:
+        if factors is not None and nnlm is None:
+            raise AsrprivError("--factors/--factors-dir need --nnlm (FMP factors rescale the neural LM; "
+                               "for an n-gram, write an adapted ARPA with fma-adapt)")
+        self.weights = weights
+        self.nnlm = nnlm
+        self.ngram = ngram
+        self.factors = factors
+        self.reuse_scores = reuse_scores
+        self.best = best
+        self.chunk_utts = max(1, int(chunk_utts))
+        self.stats = Stats()
+        self.layout: Layout | None = None
+
+    def run(self, inputs: Sequence[str], out: IO[str], progress=None) -> Stats:
+        """Rescore every input (same header required) into ``out``."""
+        header_written = False
+        first_columns = None
+        for path in inputs:
+            reader = NbestReader(path)
+            if first_columns is None:
+                first_columns = reader.columns
+                self.layout = Layout(reader.columns, self.nnlm is not None, self.ngram is not None,
+                                     self.reuse_scores)
+                if not (self.layout.has_nnlm or self.layout.has_lm):
+                    raise AsrprivError("nothing to score with: give --nnlm and/or --ngram "
+                                       "(or --reuse-scores with nnlm_score/ngram_score/lm_score columns)")
+            elif reader.columns != first_columns:
+                raise InputError(path, 1, "header differs from the first input's header")
+            if not self.best and not header_written:
+                out.write("\t".join(self.layout.out_columns) + "\n")
+                header_written = True
+            chunk: list[Utterance] = []
+            for utt in reader:
+                chunk.append(utt)
+                if len(chunk) >= self.chunk_utts:
+                    self._process(reader, chunk, out, progress)
+                    chunk = []
+            if chunk:
+                self._process(reader, chunk, out, progress)
+        return self.stats
+
+    def _process(self, reader: NbestReader, chunk: list[Utterance], out: IO[str], progress) -> None:
+        layout = self.layout
+        hyps = [h for utt in chunk for h in utt.hyps]
+        n = len(hyps)
+        nn_scores: list[float | None] = [None] * n
+        lm_scores: list[float | None] = [None] * n
+        if self.nnlm is not None:
+            vocab = self.nnlm.vocab
+            seqs = [self.nnlm.encode(h.words) for h in hyps]
+            self.stats.nnlm_oov += sum(1 for h in hyps for w in h.words if vocab.is_oov(w))
+            groups = None
+            vectors: list = []
+            if self.factors is not None:
+                slot: dict[str, int] = {}
+                groups = []
+                for utt in chunk:
+                    path = self.factors.path_for(utt.client, f"utterance {utt.utt_id}: ")
+                    if path is None:
+                        g = -1
+                    else:
+                        g = slot.get(path)
+                        if g is None:
+                            g = slot[path] = len(vectors)
+                            vectors.append(self.factors.vector(path))
+                    groups.extend([g] * len(utt.hyps))
+            nn_scores = self.nnlm.score(seqs, groups, vectors)
+        elif layout.nnlm_from:
+            i = layout.index[layout.nnlm_from]
+            nn_scores = [_float(reader.path, h.lineno, layout.nnlm_from, h.values[i]) for h in hyps]
+        if self.ngram is not None:
+            lm_scores = self.ngram.score_many([h.words for h in hyps])
+        elif layout.lm_from:
+            i = layout.index[layout.lm_from]
+            lm_scores = [_float(reader.path, h.lineno, layout.lm_from, h.values[i]) for h in hyps]
+        if layout.acoustic:
+            i = layout.index[layout.acoustic]
+            acoustic = [_float(reader.path, h.lineno, layout.acoustic, h.values[i]) for h in hyps]
+        else:
+            acoustic = None
+        ranks = [_first_pass_rank(reader, layout, h) for h in hyps]
+        if acoustic is None:
+            acoustic = [-(r - 1.0) for r in ranks]
+        total = self.weights.total
+        scores = [total(acoustic[k], lm_scores[k], nn_scores[k], len(hyps[k].words)) for k in range(n)]
+
+        out_index = layout.out_index
+        width = len(layout.out_columns)
+        in_width = len(layout.columns)
+        i_score, i_rank = out_index["score"], out_index["rank"]
+        i_fpr = out_index["first_pass_rank"]
+        i_fps = out_index.get("first_pass_score") if "first_pass_score" not in layout.index else None
+        i_in_score = layout.index.get("score")
+        i_nn = out_index.get("nnlm_score") if self.nnlm is not None else None
+        i_ng = out_index.get("ngram_score") if self.ngram is not None else None
+        lines = []
+        k0 = 0
+        for utt in chunk:
+            m = len(utt.hyps)
+            order = sorted(range(k0, k0 + m), key=lambda k: (-scores[k], ranks[k]))
+            if self.best:
+                best = hyps[order[0]]
+                lines.append(" ".join([utt.utt_id, *best.words]) + "\n")
+            else:
+                for new_rank, k in enumerate(order, 1):
+                    h = hyps[k]
+                    row = h.values + [""] * (width - in_width)
+                    if i_fps is not None:
+                        row[i_fps] = h.values[i_in_score]
+                    if "first_pass_rank" not in layout.index:
+                        row[i_fpr] = str(ranks[k])
+                    if i_nn is not None:
+                        row[i_nn] = format_score(nn_scores[k])
+                    if i_ng is not None:
+                        row[i_ng] = format_score(lm_scores[k])
+                    row[i_score] = format_score(scores[k])
+                    row[i_rank] = str(new_rank)
+                    lines.append("\t".join(row) + "\n")
+            k0 += m
+        out.writelines(lines)
+        self.stats.utterances += len(chunk)
+        self.stats.hypotheses += n
+        self.stats.words += sum(len(h.words) for h in hyps)
+        if progress is not None:
+            progress.update(len(chunk), postfix=f"{self.stats.hypotheses} hyps")
+
+
+def iter_inputs(inputs: Iterable[str]) -> list[str]:
+    """Input names, ``-`` (stdin) when none."""
+    names = list(inputs)
+    return names or ["-"]
