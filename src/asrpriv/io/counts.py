@@ -49,7 +49,8 @@ def read_counts(path: str | None, allow_empty: bool = False) -> tuple[dict[str, 
             value = float(raw)
         except ValueError:
             raise InputError(path, lineno, f"count: expected a number, got {raw!r}") from None
-        if not math.isfinite(value) or value < 0:
+        if not math.isfinite(value) or (value < 0 and meta.get("noise", "none") == "none"):
+            # negative counts exist only as unclamped noisy releases (add-noise --no-clamp)
             raise InputError(path, lineno, f"count: expected a finite number >= 0, got {raw!r}")
         if word in counts:
             raise InputError(path, lineno, f"duplicate word {word!r}")
@@ -63,7 +64,8 @@ def write_counts(stream: IO[str], meta: dict[str, str], counts: dict[str, float]
                  sort: bool = True) -> None:
     """Write metadata then rows, sorted by word (a deterministic, diff-able order).
 
-    Counts are written with 10 significant digits (``repr`` for integers' exactness).
+    Counts are written exactly (shortest round-trip ``repr``), so reading back gives the
+    same floats and grid-valued sums stay exact.
     """
     for key, value in meta.items():
         stream.write(f"#{key}={value}\n")
@@ -74,7 +76,7 @@ def write_counts(stream: IO[str], meta: dict[str, str], counts: dict[str, float]
 def _fmt(value: float) -> str:
     if value == int(value) and abs(value) < 1e15:
         return str(int(value))
-    return f"{value:.10g}"
+    return repr(float(value))
 
 
 def read_wordlist(path: str) -> list[str]:

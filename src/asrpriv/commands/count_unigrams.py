@@ -1,0 +1,84 @@
+"""``asrpriv count-unigrams``: kernel-weighted unigram pseudo-counts (paper 000, Eq. 3-5)."""
+
+from __future__ import annotations
+
+import os
+
+import click
+
+from asrpriv.errors import AsrprivError
+from asrpriv.options import common_options, info, output_option, warn
+
+
+@click.command("count-unigrams")
+@click.argument("input_path", metavar="[INPUT]", default="-")
+@click.option("--text", "text_mode", is_flag=True,
+              help="INPUT is text (one sentence per line), each word weighing 1: how the "
+                   "background unigram u(w) is made from a corpus. Default: an N-best TSV.")
+@click.option("--ids", is_flag=True, help="With --text: Kaldi text, the first token is the utterance id.")
+@click.option("--sigma", type=float, default=5.0, show_default=True,
+              help="Bandwidth of the rank kernel K(s) = exp(-(rank-1)^2 / (2 sigma^2)) (000 Eq. 3); "
+                   "0.1 ~ 1-best only, 100 ~ uniform over the N-best.")
+@click.option("--top", type=click.IntRange(min=1), default=None,
+              help="Use only the first N hypotheses of each utterance (by rank).")
+@click.option("--by-client", "by_client", metavar="DIR", default=None,
+              help="Write one counts file per client, DIR/<client>.counts (client from the "
+                   "'client' column or --utt2client), instead of one summed file.")
+@click.option("--utt2client", metavar="FILE", default=None,
+              help="Map utterance id -> client (Kaldi two-column file).")
+@click.option("--unit", type=click.Choice(["utterance", "client"]), default="utterance",
+              show_default=True, help="The adjacency unit whose whole contribution --max-l1 bounds.")
+@click.option("--max-l1", "max_l1", type=float, default=None,
+              help="Clip each unit's contribution vector to this L1 norm (pseudo-counts), and "
+                   "record the bound for add-noise. No bound given = none recorded.")
+@click.option("--grid", type=float, default=2.0 ** -10, show_default=True,
+              help="With --max-l1: counts are floored onto multiples of this step, so sums are "
+                   "exact and the discrete noise of add-noise applies.")
+@output_option
+@common_options
+def count_unigrams(input_path, text_mode, ids, sigma, top, by_client, utt2client, unit, max_l1,
+                   grid, output):
+    """Count unigram pseudo-counts from an N-best TSV (default) or text (--text).
+
+    Each hypothesis s adds K(s) * c_s(w) to word w (000 Eq. 3-5); rank from the 'rank' column,
+    else file order. Output: a counts file ('#key=value' metadata, then 'word<TAB>count').
+    """
+    from asrpriv.unigram.counting import CountAccumulator
+    from asrpriv.unigram.driver import count_nbest, count_text, write_outputs
+
+    if sigma <= 0:
+        raise AsrprivError("--sigma must be > 0")
+    if max_l1 is not None and max_l1 <= 0:
+        raise AsrprivError("--max-l1 must be > 0")
+    if grid <= 0:
+        raise AsrprivError("--grid must be > 0")
+    if ids and not text_mode:
+        raise AsrprivError("--ids applies to --text input only")
+    client_of = None
+    if utt2client:
+        from asrpriv.io.kaldi import read_map
+
+        client_of = read_map(utt2client, "client")
+    if text_mode and (by_client or unit == "client") and not (ids and client_of):
+        raise AsrprivError("--by-client and --unit client on text need --ids and --utt2client")
+    if by_client and output != "-":
+        raise AsrprivError("--by-client writes DIR/<client>.counts; do not combine it with -o")
+
+    def make_accumulator() -> CountAccumulator:
+        return CountAccumulator(max_l1, grid)
+
+    if text_mode:
+        result = count_text(input_path, ids, client_of, unit, by_client is not None, make_accumulator)
+        settings = {"source": "text"}
+    else:
+        result = count_nbest(input_path, sigma, top, client_of, unit, by_client is not None,
+                             make_accumulator)
+        settings = {"source": "nbest", "sigma": sigma, "top": top}
+    bound = {"unit": unit, "max_l1": max_l1, "grid": grid} if max_l1 is not None else {}
+    if by_client:
+        os.makedirs(by_client, exist_ok=True)
+    clipped, units = write_outputs(result, output, by_client, {**settings, **bound})
+    if max_l1 is not None:
+        info(f"count-unigrams: {units} {unit}(s), {clipped} clipped to L1 <= {max_l1:g}")
+    elif units == 0:
+        warn("no input units")

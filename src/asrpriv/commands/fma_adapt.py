@@ -1,0 +1,48 @@
+"""``asrpriv fma-adapt``: marginal adaptation factors (paper 000, Eq. 1-2)."""
+
+from __future__ import annotations
+
+import click
+
+from asrpriv.options import common_options, output_option
+
+
+@click.command("fma-adapt")
+@click.option("--background", "background_path", metavar="COUNTS", required=True,
+              help="Background unigram counts u (from count-unigrams --text on a corpus).")
+@click.option("--global", "global_path", metavar="COUNTS", default=None,
+              help="Aggregated counts of all clients (qbar).")
+@click.option("--personal", "personal_path", metavar="COUNTS", default=None,
+              help="This client's counts (q).")
+@click.option("--alpha", type=float, default=0.5, show_default=True, help="Weight of qbar in g (000 Eq. 2).")
+@click.option("--beta", type=float, default=0.25, show_default=True, help="Weight of q in g (000 Eq. 2).")
+@click.option("--lambda", "lam", type=float, default=1.0, show_default=True,
+              help="Exponent of the factor (g/u)^lambda (000 Eq. 1).")
+@click.option("--smoothing", type=float, default=0.0, show_default=True,
+              help="Additive smoothing (pseudo-counts per word) of qbar and q over the background "
+                   "vocabulary (000 Eq. 4 'Smoothing').")
+@output_option
+@common_options
+def fma_adapt(background_path, global_path, personal_path, alpha, beta, lam, smoothing, output):
+    """Write 'word<TAB>log_factor' = lambda * (ln g(w) - ln u(w)) (natural log) for every word
+    of the background vocabulary, g = (1-alpha-beta) u + alpha qbar + beta q.
+
+    The rescorer applies the factors to the neural LM, normalized or not (rescore-nbest).
+    """
+    from asrpriv import __version__
+    from asrpriv.io.counts import read_counts
+    from asrpriv.io.factors import write_factors
+    from asrpriv.io.output import open_output
+    from asrpriv.unigram.fma import FmaSettings, adaptation_factors
+
+    settings = FmaSettings(alpha, beta, lam, smoothing)
+    settings.validate(global_path is not None, personal_path is not None)
+    _, background = read_counts(background_path)
+    global_counts = read_counts(global_path, allow_empty=True)[1] if global_path else None
+    personal = read_counts(personal_path, allow_empty=True)[1] if personal_path else None
+    factors = adaptation_factors(background, global_counts, personal, settings)
+    meta = {"format": "asrpriv-factors/1", "alpha": f"{alpha:g}", "beta": f"{beta:g}",
+            "lambda": f"{lam:g}", "smoothing": f"{smoothing:g}", "log_base": "e",
+            "version": __version__}
+    with open_output(output) as stream:
+        write_factors(stream, meta, factors)

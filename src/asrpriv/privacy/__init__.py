@@ -1,0 +1,1 @@
+"""Privacy mechanisms and their randomness."""

@@ -1,0 +1,112 @@
+"""The Laplace mechanism on a counts vector over a public vocabulary (paper 000, Eq. 8-9).
+
+Design decisions (where the paper is vague or wrong):
+
+- **Sensitivity from enforced bounds.** The paper takes sensitivity 1 by assuming a word occurs at
+  most once per utterance. A unit (utterance or client) in fact contributes a whole vector of
+  kernel-weighted counts; ``count-unigrams --max-l1 B`` clips that vector to L1 norm B, so under
+  add/remove-one-unit adjacency the L1 sensitivity of the summed counts is exactly B. It is read
+  from the metadata, never assumed; an explicit override is recorded as such.
+- **The whole public vocabulary.** Noise is added to every word of a public vocabulary, zero
+  counts included, so the set of output keys never depends on the private data. Input words
+  outside it are dropped (their number is reported on stderr only).
+- **Post-processing only after noise.** Negative noisy counts clamp to 0; the normalizer of
+  Eq. (8) is the sum of the noisy counts (the same as the paper's denominator up to the clamp).
+  Post-processing costs no privacy.
+- **The ledger.** ``epsilon`` in the output metadata adds up over repeated noise.
+- **What the output says.** Data-dependent metadata (the number of units) is dropped: only the
+  mechanism's public parameters remain.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+from fractions import Fraction
+
+from asrpriv.errors import AsrprivError
+from asrpriv.privacy.laplace import laplace_scale_steps, noisy_counts
+from asrpriv.unigram.meta import base_meta
+
+
+@dataclass
+class NoiseReport:
+    dropped_words: int
+    dropped_mass: float
+    scale: float
+    sensitivity: Fraction
+    sensitivity_source: str
+
+
+def exact_fraction(text: str, what: str) -> Fraction:
+    try:
+        value = Fraction(text)
+    except (ValueError, ZeroDivisionError):
+        raise AsrprivError(f"{what}: expected a number, got {text!r}") from None
+    return value
+
+
+def laplace_counts(meta: dict[str, str], counts: dict[str, float], vocab: list[str],
+                   epsilon: Fraction, rng: random.Random,
+                   sensitivity: Fraction | None = None,
+                   clamp: bool = True) -> tuple[dict[str, str], dict[str, float], NoiseReport]:
+    """Release ``counts`` with epsilon-DP Laplace noise over every word of ``vocab``.
+
+    Args:
+        meta: the counts' metadata (must record ``max_l1`` and ``grid`` unless overridden).
+        counts: word -> count (integer multiples of the grid).
+        vocab: the public vocabulary; the output has exactly these words.
+        epsilon: privacy parameter (> 0).
+        rng: random source (secure unless seeded, see :mod:`asrpriv.privacy.randomness`).
+        sensitivity: explicit L1 sensitivity overriding the metadata's bound.
+        clamp: clamp negative noisy counts to 0 (post-processing).
+
+    Returns:
+        ``(metadata, noisy counts, report)``.
+    """
+    if epsilon <= 0:
+        raise AsrprivError("--epsilon must be > 0")
+    if sensitivity is not None:
+        if sensitivity <= 0:
+            raise AsrprivError("--sensitivity must be > 0")
+        source = "override"
+    else:
+        if "max_l1" not in meta:
+            raise AsrprivError("the counts record no contribution bound (max_l1); make them with "
+                               "'count-unigrams --max-l1 B' or give --sensitivity explicitly")
+        sensitivity = exact_fraction(meta["max_l1"], "max_l1 in metadata")
+        source = f"max_l1 per {meta.get('unit', 'unit')}"
+    grid = exact_fraction(meta.get("grid", "1"), "grid in metadata") if "grid" in meta else None
+    if grid is None:
+        # counts without a grid: put them on the default grid now (exact for bounded counts)
+        from asrpriv.unigram.counting import DEFAULT_GRID
+
+        grid = Fraction(DEFAULT_GRID)
+    gamma = float(grid)
+    steps: list[int] = []
+    for word in vocab:
+        value = counts.get(word, 0.0)
+        k = round(value / gamma)
+        if abs(k * gamma - value) > 1e-9 * max(1.0, value) and source != "override":
+            raise AsrprivError(f"count of {word!r} ({value}) is not a multiple of the grid {gamma}; "
+                               "the counts were not made by a bounded count-unigrams")
+        steps.append(k)
+    vocab_set = set(vocab)
+    dropped = [w for w in counts if w not in vocab_set]
+    scale_steps = laplace_scale_steps(sensitivity, epsilon, grid)
+    noisy = noisy_counts(steps, scale_steps, rng)
+    out = {w: (max(k, 0) if clamp else k) * gamma for w, k in zip(vocab, noisy)}
+    spent = exact_fraction(meta.get("epsilon", "0"), "epsilon in metadata") + epsilon
+    new_meta = base_meta(unit=meta.get("unit"), max_l1=meta.get("max_l1"), grid=_f(grid),
+                         noise="laplace", mechanism="discrete-laplace", epsilon=_f(spent), delta=0,
+                         sensitivity=_f(sensitivity), sensitivity_source=source,
+                         noise_scale=_f(sensitivity / epsilon), vocab_size=len(vocab),
+                         clamp="0" if clamp else "none", source=meta.get("source"),
+                         sigma=meta.get("sigma"))
+    report = NoiseReport(len(dropped), sum(counts[w] for w in dropped), float(sensitivity / epsilon),
+                         sensitivity, source)
+    return new_meta, out, report
+
+
+def _f(value: Fraction) -> str:
+    return f"{float(value):.10g}"

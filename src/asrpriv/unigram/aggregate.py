@@ -1,0 +1,30 @@
+"""Summing counts files with consistent metadata (paper 000, Eq. 6)."""
+
+from __future__ import annotations
+
+from asrpriv.errors import AsrprivError
+from asrpriv.io.counts import read_counts
+from asrpriv.unigram.meta import merge
+
+
+def sum_counts(parts: list[dict[str, float]]) -> dict[str, float]:
+    """Word-wise sum. Exact for grid-valued (bounded) counts; otherwise float addition."""
+    total: dict[str, float] = {}
+    for counts in parts:
+        for word, value in counts.items():
+            total[word] = total.get(word, 0.0) + value
+    return total
+
+
+def aggregate_files(paths: list[str], disjoint: bool = False,
+                    allow_empty: bool = False) -> tuple[dict[str, str], dict[str, float]]:
+    """Read and sum counts files; ``-`` is stdin (at most once)."""
+    if paths.count("-") > 1:
+        raise AsrprivError("stdin ('-') can be read only once")
+    metas = []
+    parts = []
+    for path in paths:
+        meta, counts = read_counts(path, allow_empty=allow_empty)
+        metas.append((path if path != "-" else "<stdin>", meta))
+        parts.append(counts)
+    return merge(metas, disjoint), sum_counts(parts)

@@ -1,0 +1,121 @@
+"""Reading inputs into count accumulators, and writing counts files (for count-unigrams)."""
+
+from __future__ import annotations
+
+import os
+from typing import Callable
+
+from asrpriv.errors import AsrprivError, InputError
+from asrpriv.io.counts import write_counts
+from asrpriv.io.output import open_output
+from asrpriv.unigram.counting import CountAccumulator, count_text_fast, nbest_contribution
+from asrpriv.unigram.meta import base_meta
+
+#: client name -> accumulator; the key "" holds the single accumulator when not split by client
+Accumulators = dict[str, CountAccumulator]
+
+
+class _Router:
+    """Routes unit contributions to per-client accumulators, merging client units."""
+
+    def __init__(self, unit: str, split: bool, make: Callable[[], CountAccumulator]) -> None:
+        self.unit = unit
+        self.split = split
+        self.make = make
+        self.accumulators: Accumulators = {}
+        self.pending: dict[str, dict[str, float]] = {}  # per-client sums when unit == client
+
+    def add(self, client: str | None, contribution: dict[str, float]) -> None:
+        if self.unit == "client":
+            pending = self.pending.setdefault(client or "", {})
+            for word, value in contribution.items():
+                pending[word] = pending.get(word, 0.0) + value
+            return
+        self._accumulator(client).add_unit(contribution)
+
+    def _accumulator(self, client: str | None) -> CountAccumulator:
+        key = (client or "") if self.split else ""
+        if key not in self.accumulators:
+            self.accumulators[key] = self.make()
+        return self.accumulators[key]
+
+    def finish(self) -> Accumulators:
+        for client, contribution in self.pending.items():
+            self._accumulator(client).add_unit(contribution)
+        self.pending.clear()
+        if not self.accumulators and not self.split:
+            self.accumulators[""] = self.make()
+        return self.accumulators
+
+
+def count_nbest(path: str, sigma: float, top: int | None, client_of: dict[str, str] | None,
+                unit: str, split: bool, make: Callable[[], CountAccumulator]) -> Accumulators:
+    """Kernel-weighted counts of an N-best TSV, one unit per utterance or per client."""
+    from asrpriv.io.nbest import NbestReader
+
+    reader = NbestReader(path)
+    needs_client = split or unit == "client"
+    if needs_client and client_of is None and "client" not in reader.index:
+        raise InputError(path, 1, "no 'client' column: give --utt2client for --by-client/--unit client")
+    router = _Router(unit, split, make)
+    for utt in reader:
+        client = None
+        if needs_client:
+            client = client_of.get(utt.utt_id) if client_of is not None else utt.client
+            if client is None:
+                raise InputError(path, utt.hyps[0].lineno, f"utterance {utt.utt_id!r} has no client in --utt2client")
+        contribution = nbest_contribution(((h.rank, h.words) for h in utt.hyps), sigma, top)
+        router.add(client, contribution)
+    return router.finish()
+
+
+def count_text(path: str, ids: bool, client_of: dict[str, str] | None, unit: str, split: bool,
+               make: Callable[[], CountAccumulator]) -> Accumulators:
+    """Counts of text, each word weighing 1; one unit per line (utterance) or per client."""
+    probe = make()
+    if not ids and probe.max_l1 is None and not split:
+        from asrpriv.io.lines import iter_blocks
+
+        counter, probe.units = count_text_fast(iter_blocks(path))
+        probe.counts = dict(counter)
+        return {"": probe}
+    from asrpriv.io.lines import iter_lines
+
+    router = _Router(unit, split, make)
+    for lineno, line in iter_lines(path):
+        words = line.split()
+        client = None
+        if ids:
+            if not words:
+                continue
+            if line[0].isspace():
+                raise InputError(path, lineno, "line without an utterance id (it starts with white space)")
+            utt_id, words = words[0], words[1:]
+            if client_of is not None:
+                client = client_of.get(utt_id)
+                if client is None and (split or unit == "client"):
+                    raise InputError(path, lineno, f"utterance {utt_id!r} has no client in --utt2client")
+        contribution: dict[str, float] = {}
+        for word in words:
+            contribution[word] = contribution.get(word, 0.0) + 1.0
+        router.add(client, contribution)
+    return router.finish()
+
+
+def write_outputs(accumulators: Accumulators, output: str, by_client: str | None,
+                  settings: dict) -> tuple[int, int]:
+    """Write one counts file (or one per client); returns (clipped units, units)."""
+    clipped = units = 0
+    for client, acc in sorted(accumulators.items()):
+        meta = base_meta(**settings, units=acc.units)
+        if by_client:
+            if not client or "/" in client or client.startswith("."):
+                raise AsrprivError(f"client name {client!r} cannot be a file name")
+            target = os.path.join(by_client, f"{client}.counts")
+        else:
+            target = output
+        with open_output(target) as stream:
+            write_counts(stream, meta, acc.counts)
+        clipped += acc.clipped_units
+        units += acc.units
+    return clipped, units
