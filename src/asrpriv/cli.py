@@ -34,6 +34,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
                    "Perplexity of a neural or n-gram LM on text."),
     "rescore-nbest": ("asrpriv.commands.rescore_nbest:rescore_nbest",
                       "Second-pass N-best rescoring with neural/n-gram LMs and FMP factors."),
+    "tune-weights": ("asrpriv.commands.tune_weights:tune_weights",
+                     "Grid-search rescoring weights (LM weight, NNLM share, word penalty) on a dev set."),
     "train-ngram": ("asrpriv.commands.train_ngram:train_ngram",
                     "Train a back-off n-gram LM (modified Kneser-Ney) and write ARPA."),
 }
