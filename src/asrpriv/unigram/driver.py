@@ -8,7 +8,7 @@ from typing import Callable
 from asrpriv.errors import AsrprivError, InputError
 from asrpriv.io.counts import write_counts
 from asrpriv.io.output import open_output
-from asrpriv.unigram.counting import CountAccumulator, count_text_fast, nbest_contribution
+from asrpriv.unigram.counting import CountAccumulator, nbest_contribution
 from asrpriv.unigram.meta import base_meta
 
 #: client name -> accumulator; the key "" holds the single accumulator when not split by client
@@ -74,9 +74,9 @@ def count_text(path: str, ids: bool, client_of: dict[str, str] | None, unit: str
     """Counts of text, each word weighing 1; one unit per line (utterance) or per client."""
     probe = make()
     if not ids and probe.max_l1 is None and not split:
-        from asrpriv.io.lines import iter_blocks
+        from asrpriv.unigram.fastcount import count_words
 
-        counter, probe.units = count_text_fast(iter_blocks(path))
+        counter, probe.units = count_words(path)
         probe.counts = dict(counter)
         return {"": probe}
     from asrpriv.io.lines import iter_lines
