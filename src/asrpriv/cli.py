@@ -36,6 +36,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
                       "Second-pass N-best rescoring with neural/n-gram LMs and FMP factors."),
     "tune-weights": ("asrpriv.commands.tune_weights:tune_weights",
                      "Grid-search rescoring weights (LM weight, NNLM share, word penalty) on a dev set."),
+    "split-nbest": ("asrpriv.commands.split_nbest:split_nbest",
+                    "Split N-best lists by client into time-ordered parts (FL rounds)."),
     "train-ngram": ("asrpriv.commands.train_ngram:train_ngram",
                     "Train a back-off n-gram LM (modified Kneser-Ney) and write ARPA."),
 }

@@ -1,0 +1,58 @@
+"""Splitting N-best lists into per-client, time-ordered parts (FL round simulation)."""
+
+from __future__ import annotations
+
+import os
+
+from asrpriv.errors import InputError
+from asrpriv.io.nbest import NbestReader, write_header, write_rows
+from asrpriv.io.output import open_output
+
+
+def part_sizes(n: int, parts: int) -> list[int]:
+    """Near-equal contiguous sizes, larger ones first (like numpy.array_split)."""
+    base, extra = divmod(n, parts)
+    return [base + (1 if k < extra else 0) for k in range(parts)]
+
+
+def split_by_client(path: str, parts: int, output_dir: str, keep: set[str] | None,
+                    drop: set[str], max_per_client: int | None,
+                    client_of: dict[str, str] | None) -> list[dict[str, int]]:
+    """Write ``output_dir/part-K.tsv``; returns, per part, utterances per client.
+
+    Utterances stay in file order within each part. The whole input is held in memory
+    (a client's utterances must be counted before they can be cut).
+    """
+    reader = NbestReader(path)
+    if client_of is None and "client" not in reader.index:
+        raise InputError(path, 1, "no 'client' column: give --utt2client")
+    by_client: dict[str, list] = {}
+    order: list[tuple[str, int]] = []
+    for utt in reader:
+        client = client_of.get(utt.utt_id) if client_of is not None else utt.client
+        if client is None:
+            raise InputError(path, utt.hyps[0].lineno, f"utterance {utt.utt_id!r} has no client")
+        if (keep is not None and client not in keep) or client in drop:
+            continue
+        utts = by_client.setdefault(client, [])
+        if max_per_client is not None and len(utts) >= max_per_client:
+            continue
+        order.append((client, len(utts)))
+        utts.append(utt)
+    part_of: dict[tuple[str, int], int] = {}
+    sizes: list[dict[str, int]] = [{} for _ in range(parts)]
+    for client, utts in by_client.items():
+        start = 0
+        for k, size in enumerate(part_sizes(len(utts), parts)):
+            for i in range(start, start + size):
+                part_of[(client, i)] = k
+            sizes[k][client] = size
+            start += size
+    os.makedirs(output_dir, exist_ok=True)
+    for k in range(parts):
+        with open_output(os.path.join(output_dir, f"part-{k}.tsv")) as stream:
+            write_header(stream, reader.columns)
+            for client, i in order:
+                if part_of[(client, i)] == k:
+                    write_rows(stream, (h.values for h in by_client[client][i].hyps))
+    return sizes
