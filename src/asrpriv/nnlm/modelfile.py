@@ -48,7 +48,7 @@ def save_model(path: str, model_or_state: Any, vocab: Vocabulary, config: dict,
     """Write a model (or a delta with ``kind="delta"``) file atomically.
 
     Args:
-        path: the output file.
+        path: the output file (written atomically), or ``-`` for standard output.
         model_or_state: an ``nn.Module`` or a state dict of tensors.
         vocab: its vocabulary (``len(vocab) == config["vocab_size"]``).
         config: the model config (:func:`asrpriv.nnlm.model.make_config`).
@@ -66,6 +66,15 @@ def save_model(path: str, model_or_state: Any, vocab: Vocabulary, config: dict,
         if key in payload:
             raise ValueError(f"extra key {key!r} is reserved")
         payload[key] = value
+    if str(path) == "-":  # standard output: torch's zip writer needs a seekable buffer
+        import io
+        import sys
+
+        buffer = io.BytesIO()
+        torch.save(payload, buffer)
+        sys.stdout.buffer.write(buffer.getvalue())
+        sys.stdout.buffer.flush()
+        return
     with atomic_path(path) as tmp:
         torch.save(payload, tmp)
 

@@ -1,0 +1,108 @@
+"""``asrpriv finetune-lm``: train a word-level LM from scratch, or fine-tune one; write model and delta."""
+
+from __future__ import annotations
+
+import click
+
+from asrpriv.options import common_options, seed_option
+
+
+@click.command("finetune-lm")
+@click.option("--train", "train_path", default="-", show_default=True, metavar="FILE",
+              help="Training text: plain text (one sentence a line), Kaldi text with --ids, or an "
+                   "N-best TSV (rank-1 rows; a 'confidence' column gives per-word confidences).")
+@click.option("--valid", "valid_path", default=None, metavar="FILE",
+              help="Validation text (same formats): per-epoch loss, LR decay, early stop, best kept.")
+@click.option("--ids", is_flag=True, help="Plain-text inputs are Kaldi text (first field = utterance id).")
+@click.option("-o", "--output", required=True, metavar="FILE",
+              help="The trained model file ('-' = stdout); written atomically.")
+@click.option("--init", "init_path", default=None, metavar="FILE",
+              help="Fine-tune this model (its vocabulary and architecture are kept).")
+@click.option("--delta-out", default=None, metavar="FILE",
+              help="With --init: write the delta init - new (paper 001's sign) with its weight "
+                   "(number of training words).")
+@click.option("--arch", type=click.Choice(["transformer", "lstm"]), default="transformer",
+              show_default=True, help="Architecture of a new model.")
+@click.option("--vocab-size", type=click.IntRange(min=0), default=0, show_default=True,
+              help="New model: keep at most this many words, specials included (0 = no limit).")
+@click.option("--min-count", type=click.IntRange(min=1), default=2, show_default=True,
+              help="New model: words seen fewer times become <unk> (so <unk> is trained).")
+@click.option("--emb-dim", type=click.IntRange(min=1), default=None,
+              help="Embedding size [transformer 256, lstm 512].")
+@click.option("--ffn-dim", type=click.IntRange(min=1), default=None, help="Transformer feed-forward size [1024].")
+@click.option("--heads", type=click.IntRange(min=1), default=None, help="Transformer attention heads [4].")
+@click.option("--hidden-dim", type=click.IntRange(min=1), default=None, help="LSTM hidden size [512].")
+@click.option("--layers", type=click.IntRange(min=1), default=None,
+              help="Transformer blocks [3] or LSTM layers [2].")
+@click.option("--dropout", type=click.FloatRange(0.0, 1.0, max_open=True), default=None,
+              help="Dropout probability [0.1].")
+@click.option("--tie-embeddings/--no-tie-embeddings", default=None,
+              help="Share the input embedding and output weight [no].")
+@click.option("--recipe", type=click.Choice(["server", "client-001"]), default="server",
+              show_default=True,
+              help="server: Adam lr 1e-3, 10 epochs, batch 32, token-mean loss, grad-norm clip 1.0; "
+                   "client-001: SGD lr 1.0, 1 epoch, batch 8, Eq. 2 per-utterance loss, no clip. "
+                   "The options below override it.")
+@click.option("--optimizer", type=click.Choice(["sgd", "adam"]), default=None, help="Optimizer.")
+@click.option("--lr", type=click.FloatRange(min=0.0, min_open=True), default=None, help="Learning rate.")
+@click.option("--epochs", type=click.IntRange(min=1), default=None, help="Epochs (passes over --train).")
+@click.option("--batch-size", type=click.IntRange(min=1), default=None, help="Sentences per batch.")
+@click.option("--loss-norm", type=click.Choice(["utterance", "token"]), default=None,
+              help="utterance: mean over sentences of per-sentence mean NLL (001 Eq. 2-4); "
+                   "token: mean NLL over all predicted tokens.")
+@click.option("--max-grad-norm", type=click.FloatRange(min=0.0), default=None,
+              help="Clip the gradient's L2 norm (0 = off).")
+@click.option("--confidence", default="none", show_default=True, metavar="none|hard:C|utterance|token",
+              help="Confidence loss of paper 001: hard:C drops sentences whose mean word confidence "
+                   "is < C (Eq. 2 on the rest); utterance weights each sentence by it (Eq. 3); "
+                   "token weights each word by its own (Eq. 4). Needs a TSV 'confidence' column.")
+@click.option("--train-only", type=click.Choice(["all", "output"]), default="all", show_default=True,
+              help="output: train the output layer only (seed 003); the rest stays bitwise unchanged.")
+@click.option("--lr-decay", type=click.FloatRange(0.0, 1.0, min_open=True), default=0.5, show_default=True,
+              help="With --valid: multiply the LR by this when validation loss does not improve.")
+@click.option("--patience", type=click.IntRange(min=0), default=2, show_default=True,
+              help="With --valid: stop after this many epochs without improvement.")
+@click.option("--threads", type=click.IntRange(min=0), default=0, show_default=True,
+              help="CPU threads for torch (0 = OMP_NUM_THREADS if set, else min(CPUs, 4)). "
+                   "Runs are bit-for-bit repeatable at a fixed thread count.")
+@seed_option("Seed for initialisation, batch order and dropout (bit-for-bit repeatable on CPU).")
+@common_options
+def finetune_lm(train_path, valid_path, ids, output, init_path, delta_out, arch, vocab_size,
+                min_count, emb_dim, ffn_dim, heads, hidden_dim, layers, dropout, tie_embeddings,
+                recipe, optimizer, lr, epochs, batch_size, loss_norm, max_grad_norm, confidence,
+                train_only, lr_decay, patience, threads, seed):
+    """Train a word-level neural LM (Transformer or LSTM), or fine-tune one with --init.
+
+    Sentences are scored ARPA-style: <s> is context, every word and </s> are predicted.
+    Losses are natural-log cross-entropies; the progress bar (terminal only) shows the running
+    training loss and perplexity.
+
+    \b
+    Examples:
+      asrpriv finetune-lm --ids --train train_text --valid dev_text -o base.pt
+      asrpriv finetune-lm --init base.pt --train client.tsv --recipe client-001 \\
+          --confidence token -o client.pt --delta-out client.delta.pt
+    """
+    from asrpriv.errors import AsrprivError
+    from asrpriv.nnlm.finetune import FinetuneRequest, run_finetune
+    from asrpriv.options import info
+    from asrpriv.progress import Progress
+
+    request = FinetuneRequest(
+        train_path=train_path, valid_path=valid_path, ids=ids, output=output, init_path=init_path,
+        delta_out=delta_out, arch=arch, vocab_size=vocab_size, min_count=min_count,
+        model_options={"emb_dim": emb_dim, "ffn_dim": ffn_dim, "heads": heads,
+                       "hidden_dim": hidden_dim, "layers": layers, "dropout": dropout,
+                       "tie_embeddings": tie_embeddings},
+        recipe=recipe,
+        overrides={"optimizer": optimizer, "lr": lr, "epochs": epochs, "batch_size": batch_size,
+                   "loss_norm": loss_norm, "max_grad_norm": max_grad_norm},
+        confidence=confidence, train_only=train_only, lr_decay=lr_decay, patience=patience,
+        threads=threads, seed=seed)
+    progress = Progress("tokens")
+    try:
+        run_finetune(request, progress=progress, talk=info)
+    except ValueError as err:  # inconsistent options or data, found by the library
+        raise AsrprivError(str(err)) from None
+    finally:
+        progress.close()

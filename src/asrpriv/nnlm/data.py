@@ -1,0 +1,107 @@
+"""Training and evaluation text for neural LMs: plain text, Kaldi text, N-best TSV (no torch here).
+
+Formats (:func:`read_corpus`):
+
+* an N-best TSV is recognised by its header (tab-separated, with ``utt_id`` and ``text``);
+  the rank-1 (best) hypothesis of each utterance is used, with its ``confidence`` column
+  (one float in [0, 1] per word) when the file has one;
+* otherwise Kaldi text (``utt_id word ...``) with ``ids=True``, or plain text (one sentence
+  per line) without.
+
+Blank lines of plain text are not sentences; an utterance (Kaldi or TSV) with no words is a
+sentence of zero words (only ``</s>`` is predicted). Literal ``<s>``/``</s>`` in the text are
+refused: the sentence markers are added here, never read.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, field
+
+from asrpriv.errors import InputError
+from asrpriv.io.lines import iter_lines
+from asrpriv.io.nbest import NbestReader
+from asrpriv.nnlm.vocab import BOS, EOS
+
+
+@dataclass
+class Corpus:
+    """Sentences (word lists) of one input, with per-word confidences when the input had them.
+
+    Attributes:
+        sentences: the word lists, in input order.
+        confidences: one list of floats per sentence (same lengths), or None.
+        kind: "text", "kaldi" or "nbest".
+        ids: utterance ids (Kaldi/TSV) or None.
+    """
+
+    sentences: list[list[str]] = field(default_factory=list)
+    confidences: list[list[float]] | None = None
+    kind: str = "text"
+    ids: list[str] | None = None
+
+    @property
+    def words(self) -> int:
+        """Number of words (``</s>`` not included)."""
+        return sum(len(s) for s in self.sentences)
+
+    def __len__(self) -> int:
+        return len(self.sentences)
+
+
+def _is_tsv_header(line: str) -> bool:
+    columns = line.split("\t")
+    return len(columns) > 1 and "utt_id" in columns and "text" in columns
+
+
+def _check_words(words: list[str], path: str | None, lineno: int) -> list[str]:
+    for marker in (BOS, EOS):
+        if marker in words:
+            raise InputError(path, lineno, f"{marker!r} in the text (sentence markers are added "
+                                           "by the step, not read)")
+    return words
+
+
+def read_corpus(path: str | None, ids: bool = False) -> Corpus:
+    """Read a whole input (``-``/None = stdin); see the module docstring for formats."""
+    lines = iter_lines(path)
+    first = None
+    for lineno, line in lines:
+        if line.strip():
+            first = (lineno, line)
+            break
+    corpus = Corpus(kind="kaldi" if ids else "text")
+    if first is None:
+        return corpus
+    if _is_tsv_header(first[1]):
+        return _read_nbest(path, itertools.chain([first], lines))
+    sentences = corpus.sentences
+    if ids:
+        corpus.ids = []
+        for lineno, line in itertools.chain([first], lines):
+            if not line.strip():
+                continue
+            if line[0].isspace():
+                raise InputError(path, lineno, "line without an utterance id (it starts with white space)")
+            parts = line.split()
+            corpus.ids.append(parts[0])
+            sentences.append(_check_words(parts[1:], path, lineno))
+    else:
+        for lineno, line in itertools.chain([first], lines):
+            words = line.split()
+            if words:
+                sentences.append(_check_words(words, path, lineno))
+    return corpus
+
+
+def _read_nbest(path: str | None, lines) -> Corpus:
+    reader = NbestReader(path, lines=lines)
+    has_conf = "confidence" in reader.index
+    corpus = Corpus(kind="nbest", ids=[], confidences=[] if has_conf else None)
+    for utt in reader:
+        best = utt.hyps[0]
+        corpus.ids.append(utt.utt_id)
+        corpus.sentences.append(_check_words(best.words, path, best.lineno))
+        if has_conf:
+            corpus.confidences.append(best.confidence)
+    return corpus

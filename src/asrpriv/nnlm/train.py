@@ -1,0 +1,294 @@
+"""Training and fine-tuning loop for word-level LMs (torch).
+
+One function, :func:`train_lm`, serves training from scratch, fine-tuning, the 001 client
+recipe (SGD lr 1.0, 1 epoch, batch 8) and the confidence losses (:mod:`asrpriv.nnlm.losses`).
+Batches are whole sentences grouped by length (little padding, no per-token Python work);
+each batch's loss is ``sum(weight * nll) / denominator`` (natural log).
+
+Repeatability: with ``seed`` set, the batch order (numpy) and dropout (torch) are seeded, and
+a CPU run is bit-for-bit repeatable at a fixed thread count.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Callable, Sequence
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from asrpriv.nnlm import losses
+from asrpriv.nnlm.model import build_model, make_config
+from asrpriv.nnlm.score import encode_sentences, pad_batch
+from asrpriv.nnlm.vocab import Vocabulary, build_vocabulary
+
+#: the recipes: ``finetune-lm --recipe NAME``; explicit options override them
+RECIPES: dict[str, dict] = {
+    # paper 001, client side: SGD lr 1.0, one epoch, batch 8, Eq. 2-4 normalisation
+    "client-001": {"optimizer": "sgd", "lr": 1.0, "epochs": 1, "batch_size": 8,
+                   "loss_norm": "utterance", "max_grad_norm": 0.0},
+    # server-side (pre)training: Adam, token-mean loss, gradient clipping
+    "server": {"optimizer": "adam", "lr": 1e-3, "epochs": 10, "batch_size": 32,
+               "loss_norm": "token", "max_grad_norm": 1.0},
+}
+
+
+@dataclass
+class TrainResult:
+    """What a run did.
+
+    Attributes:
+        words: training words used (``</s>`` not counted; after hard thresholding) — the
+            weight of a delta.
+        sentences: training sentences used; dropped: sentences dropped by ``hard:C``.
+        tokens: predicted targets per epoch (words + sentences).
+        history: one dict per epoch: epoch, train_loss, train_ppl, lr, seconds, and
+            valid_loss/valid_ppl (token-mean natural log) with ``valid``.
+        best_epoch: the epoch whose weights were kept (with ``valid``), else the last.
+    """
+
+    words: int = 0
+    sentences: int = 0
+    dropped: int = 0
+    tokens: int = 0
+    history: list[dict] = field(default_factory=list)
+    best_epoch: int = 0
+    stopped_early: bool = False
+
+
+def vocab_from_sentences(sentences: Sequence[Sequence[str]], vocab_size: int | None = None,
+                         min_count: int = 1) -> Vocabulary:
+    """A vocabulary of the most frequent words of ``sentences`` (see :func:`build_vocabulary`)."""
+    counts: Counter = Counter()
+    for s in sentences:
+        counts.update(s)
+    return build_vocabulary(counts, vocab_size, min_count)
+
+
+def new_model(arch: str, vocab: Vocabulary, seed: int | None = None, **options):
+    """``(model, config)``: a fresh model for ``vocab`` (options: emb_dim, layers, ...)."""
+    config = make_config(arch, len(vocab), **options)
+    if seed is not None:
+        torch.manual_seed(seed)
+    return build_model(config), config
+
+
+def set_trainable(model: torch.nn.Module, train_only: str) -> list[torch.nn.Parameter]:
+    """Freeze parameters for ``train_only`` ("all" or "output"); return the trainable ones.
+
+    "output" trains ``output.weight`` and ``output.bias`` only (seed 003); it is refused for
+    tied embeddings, where the output weight is the input embedding.
+    """
+    if train_only not in ("all", "output"):
+        raise ValueError(f"train_only must be 'all' or 'output', got {train_only!r}")
+    if train_only == "output":
+        out = getattr(model, "output", None)
+        emb = getattr(model, "embedding", None)
+        if out is None:
+            raise ValueError("the model has no output layer named 'output'")
+        if emb is not None and out.weight is emb.weight:
+            raise ValueError("--train-only output: the output weight is tied to the input "
+                             "embedding; use a model without tied embeddings")
+    params = []
+    for name, p in model.named_parameters():
+        p.requires_grad_(train_only == "all" or name.startswith("output."))
+        if p.requires_grad:
+            params.append(p)
+    return params
+
+
+def _batches(lengths: np.ndarray, batch_size: int, rng: np.random.Generator | None) -> list[np.ndarray]:
+    """Sentence index batches of similar length; shuffled (pools of 50 batches) when ``rng``."""
+    n = len(lengths)
+    if rng is None:
+        order = np.argsort(lengths, kind="stable")
+        return [order[i:i + batch_size] for i in range(0, n, batch_size)]
+    order = rng.permutation(n)
+    pool = batch_size * 50
+    batches = []
+    for start in range(0, n, pool):
+        chunk = order[start:start + pool]
+        chunk = chunk[np.argsort(lengths[chunk], kind="stable")]
+        batches.extend(chunk[i:i + batch_size] for i in range(0, len(chunk), batch_size))
+    return [batches[i] for i in rng.permutation(len(batches))]
+
+
+def _weights_batch(weights: list[np.ndarray], idx: np.ndarray, width: int) -> torch.Tensor:
+    out = np.zeros((len(idx), width), dtype=np.float32)
+    for row, i in enumerate(idx):
+        w = weights[i]
+        out[row, : len(w)] = w
+    return torch.from_numpy(out)
+
+
+def batch_loss(model: torch.nn.Module, inputs: torch.Tensor, targets: torch.Tensor,
+               weights: torch.Tensor, denominator: float) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(loss, nll)``: loss = sum(weights * -ln p(target)) / denominator; nll per target [B, T]."""
+    logits = model(inputs)
+    vocab_size = logits.shape[-1]
+    nll = F.cross_entropy(logits.reshape(-1, vocab_size), targets.reshape(-1),
+                          reduction="none").view_as(targets)
+    return (nll * weights).sum() / denominator, nll
+
+
+@torch.inference_mode()
+def evaluate(model: torch.nn.Module, vocab: Vocabulary, sentences: Sequence[Sequence[str]],
+             batch_size: int = 64) -> tuple[float, int]:
+    """``(mean nll per target, targets)`` over ``sentences`` (natural log; ppl = exp(mean))."""
+    was_training = model.training
+    model.eval()
+    seqs = encode_sentences(vocab, sentences)
+    lengths = np.array([len(s) for s in seqs])
+    total, count = 0.0, 0
+    for idx in _batches(lengths, batch_size, None):
+        inputs, targets, mask = pad_batch([seqs[i] for i in idx], vocab.eos_id)
+        logits = model(inputs)
+        nll = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1),
+                              reduction="none").view_as(targets)
+        total += float((nll * mask).sum())
+        count += int(mask.sum())
+    model.train(was_training)
+    return total / max(count, 1), count
+
+
+def train_lm(model: torch.nn.Module, vocab: Vocabulary, sentences: Sequence[Sequence[str]],
+             confidences: Sequence[Sequence[float]] | None = None, *,
+             valid: Sequence[Sequence[str]] | None = None,
+             confidence: str = "none",
+             optimizer: str = "adam", lr: float = 1e-3, epochs: int = 1, batch_size: int = 32,
+             loss_norm: str = "token", max_grad_norm: float = 0.0, train_only: str = "all",
+             seed: int | None = None, lr_decay: float = 0.5, patience: int = 2,
+             on_step: Callable[[int, float], None] | None = None,
+             on_epoch: Callable[[dict], None] | None = None) -> TrainResult:
+    """Train ``model`` in place on ``sentences`` (word lists); returns a :class:`TrainResult`.
+
+    Args:
+        model: a model from :mod:`asrpriv.nnlm.model` (fresh or loaded).
+        vocab: its vocabulary (OOV words are trained as ``<unk>``).
+        sentences: training sentences; ``confidences``: per-word confidences in [0, 1] for
+            ``confidence`` other than "none" (see :mod:`asrpriv.nnlm.losses`).
+        valid: validation sentences: each epoch's validation loss drives learning-rate decay
+            (``lr *= lr_decay`` when it does not improve), early stopping (after ``patience``
+            epochs without improvement) and keeping the best epoch's weights.
+        confidence: "none", "hard:C", "utterance" or "token" (paper 001 Eq. 2-4).
+        optimizer: "sgd" or "adam"; lr: its learning rate; epochs; batch_size: sentences.
+        loss_norm: "utterance" (Eq. 2-4: mean over transcripts of per-transcript means) or
+            "token" (mean over all targets).
+        max_grad_norm: clip the gradient's L2 norm (0 = no clipping).
+        train_only: "all" or "output" (other parameters frozen, bitwise unchanged).
+        seed: seeds batch order and dropout (None = fresh randomness).
+        on_step: called as ``on_step(tokens_in_batch, running_train_ppl)`` after each step.
+        on_epoch: called with each epoch's history dict.
+    """
+    mode, threshold = losses.parse_confidence(confidence)
+    if mode != "none" and confidences is None:
+        raise ValueError(f"--confidence {confidence} needs a TSV input with a confidence column")
+    if optimizer not in ("sgd", "adam"):
+        raise ValueError(f"optimizer must be sgd or adam, got {optimizer!r}")
+    if epochs < 1 or batch_size < 1 or lr <= 0:
+        raise ValueError("epochs and batch size must be >= 1 and the learning rate > 0")
+    result = TrainResult()
+    sentences = list(sentences)
+    conf = list(confidences) if confidences is not None else None
+    if mode == "hard":
+        keep = losses.keep_mask(conf, threshold)
+        result.dropped = keep.count(False)
+        sentences = [s for s, k in zip(sentences, keep) if k]
+        conf = [c for c, k in zip(conf, keep) if k]
+    result.sentences = len(sentences)
+    result.words = sum(len(s) for s in sentences)
+    result.tokens = result.words + result.sentences
+    if not sentences:
+        raise ValueError("no training sentences (after confidence thresholding)" if result.dropped
+                         else "no training sentences")
+
+    seqs = encode_sentences(vocab, sentences)
+    weights = [losses.target_weights(len(s), conf[i] if conf is not None else None, mode, loss_norm)
+               for i, s in enumerate(sentences)]
+    lengths = np.array([len(s) for s in seqs])
+    rng = np.random.default_rng(seed)
+    if seed is not None:
+        torch.manual_seed(seed)
+    params = set_trainable(model, train_only)
+    if optimizer == "sgd":
+        opt = torch.optim.SGD(params, lr=lr)
+    else:
+        opt = torch.optim.Adam(params, lr=lr)
+
+    best_loss, best_state, bad = math.inf, None, 0
+    for epoch in range(1, epochs + 1):
+        model.train()
+        start = time.perf_counter()
+        run_nll = torch.zeros((), dtype=torch.float64)
+        run_tok = 0
+        for step, idx in enumerate(_batches(lengths, batch_size, rng)):
+            inputs, targets, mask = pad_batch([seqs[i] for i in idx], vocab.eos_id)
+            w = _weights_batch(weights, idx, targets.shape[1])
+            ntok = int(lengths[idx].sum()) - len(idx)
+            denom = float(len(idx)) if loss_norm == "utterance" else float(ntok)
+            loss, nll = batch_loss(model, inputs, targets, w, denom)
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            if max_grad_norm and max_grad_norm > 0:
+                torch.nn.utils.clip_grad_norm_(params, max_grad_norm)
+            opt.step()
+            run_nll += (nll.detach() * mask).sum()
+            run_tok += ntok
+            if on_step is not None:
+                on_step(ntok, math.exp(min(float(run_nll) / run_tok, 50.0)) if step % 10 == 0 else None)
+        train_loss = float(run_nll) / max(run_tok, 1)
+        record = {"epoch": epoch, "train_loss": train_loss, "train_ppl": math.exp(min(train_loss, 50.0)),
+                  "lr": opt.param_groups[0]["lr"], "seconds": time.perf_counter() - start}
+        if valid is not None:
+            vloss, _ = evaluate(model, vocab, valid)
+            record["valid_loss"], record["valid_ppl"] = vloss, math.exp(min(vloss, 50.0))
+        result.history.append(record)
+        if on_epoch is not None:
+            on_epoch(record)
+        if valid is None:
+            result.best_epoch = epoch
+            continue
+        if record["valid_loss"] < best_loss:
+            best_loss, bad, result.best_epoch = record["valid_loss"], 0, epoch
+            best_state = copy.deepcopy(model.state_dict())
+        else:
+            bad += 1
+            if bad > patience:
+                result.stopped_early = epoch < epochs
+                break
+            for group in opt.param_groups:
+                group["lr"] *= lr_decay
+    if best_state is not None and result.best_epoch != result.history[-1]["epoch"]:
+        model.load_state_dict(best_state)
+    for p in model.parameters():
+        p.requires_grad_(True)
+    model.eval()
+    return result
+
+
+def make_delta(init_state: dict[str, torch.Tensor], new_state: dict[str, torch.Tensor]
+               ) -> tuple[dict[str, torch.Tensor], dict[str, torch.Tensor]]:
+    """``(delta, new_snapped)``: delta = init - new (paper 001's sign) in the parameters' dtype.
+
+    Floating-point subtraction does not always invert (``a - (a - b)`` may differ from ``b`` in
+    the last bit), so the model to write is snapped to ``init - delta``: then whoever adds the
+    delta back gets the written model bit for bit. The snap moves a weight by at most one
+    rounding of ``init``'s magnitude.
+    """
+    if init_state.keys() != new_state.keys():
+        raise ValueError("init and new models have different parameters")
+    delta, snapped = {}, {}
+    for name, a in init_state.items():
+        b = new_state[name]
+        if a.shape != b.shape or a.dtype != b.dtype:
+            raise ValueError(f"parameter {name}: init and new differ in shape or dtype")
+        a = a.detach().cpu()
+        d = a - b.detach().cpu() if a.is_floating_point() else torch.zeros_like(a)
+        delta[name] = d
+        snapped[name] = a - d if a.is_floating_point() else b.detach().cpu().clone()
+    return delta, snapped
