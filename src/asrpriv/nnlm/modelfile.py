@@ -86,9 +86,16 @@ def save_delta(path: str, delta_state: dict[str, torch.Tensor], vocab: Vocabular
 
 
 def is_model_file(path: str) -> bool:
-    """True if ``path`` looks like a torch zip file (our models), not ARPA or a kenlm binary."""
+    """True if ``path`` looks like a torch file (zip, or a bare pickle), not ARPA or kenlm binary.
+
+    A bare pickle (first byte 0x80, the pickle protocol marker) counts, so that it goes through
+    :func:`read_model_file` and is refused there rather than handed to another reader.
+    """
     try:
-        return zipfile.is_zipfile(path)
+        if zipfile.is_zipfile(path):
+            return True
+        with open(path, "rb") as f:
+            return f.read(1) == b"\x80"
     except OSError:
         return False
 
@@ -100,8 +107,12 @@ def read_model_file(path: str) -> dict:
         AsrprivError: the file would need code to unpickle (refused), is not a torch file,
             or does not have the asrpriv layout.
     """
+    import warnings
+
     try:
-        payload = torch.load(path, map_location="cpu", weights_only=True)
+        with warnings.catch_warnings():  # e.g. "Detected pickle protocol 4": noise on stderr
+            warnings.simplefilter("ignore")
+            payload = torch.load(path, map_location="cpu", weights_only=True)
     except (FileNotFoundError, IsADirectoryError, PermissionError):
         raise
     except pickle.UnpicklingError as err:
