@@ -375,3 +375,27 @@ def test_pipeline_count_aggregate_noise_adapt(tmp_path):
     # words of the scenario meetings' task get boosted relative to the free-topic background
     assert factors["remote"] > 0 and factors["control"] > 0
     assert all(math.isfinite(v) for v in factors.values())
+
+
+# ---------------------------------------------------------------- split-nbest
+
+def test_split_nbest_parts_per_client(tmp_path):
+    rows = ["utt_id\tclient\trank\ttext"]
+    for client, n in (("A", 5), ("B", 3)):
+        for i in range(1, n + 1):
+            rows += [f"{client}{i}\t{client}\t1\tw{i}", f"{client}{i}\t{client}\t2\tv{i}"]
+    src = tmp_path / "n.tsv"
+    src.write_text("\n".join(rows) + "\n")
+    out = tmp_path / "parts"
+    run_proc(["split-nbest", "--parts", "3", "-o", str(out), str(src)], check=True)
+    ids = []
+    for k in range(3):
+        lines = (out / f"part-{k}.tsv").read_text().splitlines()
+        assert lines[0] == rows[0]
+        ids.append(sorted({line.split("\t")[0] for line in lines[1:]}))
+    # A: 5 utterances -> 2, 2, 1; B: 3 -> 1, 1, 1; time order kept
+    assert ids == [["A1", "A2", "B1"], ["A3", "A4", "B2"], ["A5", "B3"]]
+    run_proc(["split-nbest", "--clients", "B", "--max-per-client", "2", "-o", str(out / "b")],
+             input=src.read_text(), check=True)
+    kept = (out / "b" / "part-0.tsv").read_text().splitlines()[1:]
+    assert sorted({line.split("\t")[0] for line in kept}) == ["B1", "B2"]
