@@ -16,7 +16,6 @@ system-deps:
 $(STAMP): setup.cfg pyproject.toml
 	bash bin/install-system-deps
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install -q --upgrade pip
 	# torch first: 2.13.0 is a local CPU wheel here; any other request pulls CUDA builds.
 	$(PY) -m pip install -q torch==2.13.0
 	$(PY) -m pip install -q -e '.[test,ngram,plot]'
