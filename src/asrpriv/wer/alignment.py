@@ -11,7 +11,8 @@ Two ways to align, with the same result wherever it matters:
   substitutions, cost 8). Whenever the unit alignment has two or more substitutions, its
   sclite cost ``3 E + S`` (E = S + D + I errors) is compared with RapidFuzz's weighted
   distance (weights 3, 3, 4); if it is higher, the utterance is re-aligned with
-  :func:`sclite_align`, so the counts are those of a sclite-optimal alignment.
+  :func:`sclite_align` (between the common prefix and suffix), so the counts are those of a
+  sclite-optimal alignment.
 * :func:`sclite_align`: a port of sclite's ``Network_dpalign`` for two word strings (no
   alternations), including its tie-breaking (substitution/match first, then deletion, then
   insertion) and back-trace, for per-word alignments (``--details``, MAPSSWE). RapidFuzz
@@ -28,7 +29,7 @@ use :func:`sclite_align` and agree with sclite word for word.
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Iterable, Sequence
 
 from rapidfuzz.distance import Levenshtein
 
@@ -63,8 +64,64 @@ def count_errors(ref: Sequence, hyp: Sequence) -> tuple[int, int, int]:
     if subs >= 2:
         errors = subs + dels + ins
         if Levenshtein.distance(ref, hyp, weights=SCLITE_WEIGHTS) < 3 * errors + subs:
-            return counts_of(sclite_align(ref, hyp))
+            return _sclite_counts(ref, hyp)
     return subs, dels, ins
+
+
+def count_totals(pairs: Iterable[tuple[Sequence, Sequence]]) -> tuple[int, int, int, int, int, int]:
+    """Totals over ``(ref, hyp)`` pairs, as :func:`count_errors` would sum them.
+
+    Returns ``(sentences, sentence_errors, ref_words, substitutions, deletions, insertions)``.
+    The same algorithm as :func:`count_errors`, inlined: this loop is the hot path of
+    ``score-wer`` (see benchmarks/bench_score_wer.py).
+    """
+    editops = Levenshtein.editops
+    distance = Levenshtein.distance
+    weights = SCLITE_WEIGHTS
+    sent = sent_err = n_ref = subs = dels = ins = 0
+    for ref, hyp in pairs:
+        sent += 1
+        n_ref += len(ref)
+        if ref == hyp:
+            continue
+        sent_err += 1
+        if not hyp or not ref:
+            dels += len(ref)
+            ins += len(hyp)
+            continue
+        s = d = i = 0
+        for op in editops(ref, hyp):
+            tag = op.tag
+            if tag == "replace":
+                s += 1
+            elif tag == "delete":
+                d += 1
+            else:
+                i += 1
+        if s >= 2 and distance(ref, hyp, weights=weights) < 3 * (s + d + i) + s:
+            s, d, i = _sclite_counts(ref, hyp)
+        subs += s
+        dels += d
+        ins += i
+    return sent, sent_err, n_ref, subs, dels, ins
+
+
+def _sclite_counts(ref: Sequence, hyp: Sequence) -> tuple[int, int, int]:
+    """Counts of sclite's alignment, computed on the part between the common prefix and suffix.
+
+    Matching a common prefix/suffix word for word is optimal under sclite's costs (a match
+    costs 0 and a substitution, 4, costs less than a deletion plus an insertion, 6), so the
+    trimmed programme has the same optimal cost; it is only a few words long.
+    """
+    n, m = len(ref), len(hyp)
+    lo = 0
+    while lo < n and lo < m and ref[lo] == hyp[lo]:
+        lo += 1
+    hi_r, hi_h = n, m
+    while hi_r > lo and hi_h > lo and ref[hi_r - 1] == hyp[hi_h - 1]:
+        hi_r -= 1
+        hi_h -= 1
+    return counts_of(sclite_align(ref[lo:hi_r], hyp[lo:hi_h]))
 
 
 def counts_of(path: Sequence[Step]) -> tuple[int, int, int]:

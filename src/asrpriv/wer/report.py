@@ -12,12 +12,13 @@ or with ``allow_extra`` a listed warning (``extra_hyp``).
 from __future__ import annotations
 
 import json
+from itertools import repeat
 from dataclasses import dataclass, field
 from typing import IO, Callable
 
 from asrpriv import __version__
 from asrpriv.errors import InputError
-from asrpriv.wer.alignment import Step, count_errors, counts_of, sclite_align
+from asrpriv.wer.alignment import Step, count_errors, count_totals, counts_of, sclite_align
 from asrpriv.wer.mapsswe import MIN_GOOD, MapssweResult, mapsswe
 from asrpriv.wer.transcripts import Normalizer, Transcript
 
@@ -104,13 +105,15 @@ def signature(normalizer: Normalizer) -> str:
 def check_ids(ref: Transcript, hyp: Transcript, allow_extra: bool,
               warn: Callable[[str], None] | None = None) -> tuple[list[str], list[str]]:
     """Return ``(missing, extra)`` ids; an extra id is an :class:`InputError` unless allowed."""
-    extra = [u for u in hyp.words if u not in ref.words]
+    extra_set = hyp.words.keys() - ref.words.keys()
+    extra = [u for u in hyp.words if u in extra_set] if extra_set else []
     if extra and not allow_extra:
         first = extra[0]
         raise InputError(hyp.path, hyp.lines[first],
                          f"utterance id {first!r} is not in the reference "
                          f"({len(extra)} such ids; --allow-extra ignores them)")
-    missing = [u for u in ref.words if u not in hyp.words]
+    missing_set = ref.words.keys() - hyp.words.keys()
+    missing = [u for u in ref.words if u in missing_set] if missing_set else []
     if warn:
         if missing:
             warn(f"{_name(hyp.path)}: {len(missing)} reference utterance(s) without hypothesis, "
@@ -165,7 +168,11 @@ def score(ref: Transcript, hyp: Transcript, normalizer: Normalizer, *,
     else:
         per_utt = ((u, len(r), count_errors(r, hwords.get(u, empty)))
                    for u, r in ref.words.items())
-    if speakers is None:
+    if speakers is None and all_paths is None:
+        (totals.sentences, totals.sentence_errors, totals.ref_words, totals.substitutions,
+         totals.deletions, totals.insertions) = count_totals(
+            zip(ref.words.values(), map(hwords.get, ref.words, repeat(empty))))
+    elif speakers is None:
         for _u, n, (s, d, i) in per_utt:
             totals.add(n, s, d, i)
     else:

@@ -6,11 +6,12 @@ that a score always says how its words were compared.
 
 from __future__ import annotations
 
+import gc
 import unicodedata
 from dataclasses import dataclass
 
 from asrpriv.errors import InputError
-from asrpriv.io.lines import iter_lines
+from asrpriv.io.lines import iter_blocks
 from asrpriv.io.trn import parse_trn_line
 
 FORMATS = ("auto", "kaldi", "trn")
@@ -69,7 +70,13 @@ class Transcript:
     lines: dict[str, int]
 
 
-def detect_format(lines: list[tuple[int, str]]) -> str:
+def _numbered_lines(blocks: list[tuple[int, str]]):
+    for first, block in blocks:
+        for offset, line in enumerate(block.split("\n")):
+            yield first + offset, line
+
+
+def detect_format(lines) -> str:
     """``trn`` if every non-blank line ends with ``(id)``, else ``kaldi``."""
     seen = False
     for _lineno, line in lines:
@@ -86,19 +93,31 @@ def read_transcript(path: str | None, fmt: str = "auto",
                     normalizer: Normalizer = Normalizer()) -> Transcript:
     """Read a transcript; duplicate ids, lines without an id and bad trn ids are errors.
 
-    Case folding applies to the words only, never to utterance ids.
+    Case folding applies to the words only, never to utterance ids. Input is decoded in
+    blocks (strict UTF-8, located errors, gzip) by :func:`asrpriv.io.lines.iter_blocks`.
     """
     if fmt not in FORMATS:
         raise ValueError(f"unknown transcript format {fmt!r}")
-    lines = list(iter_lines(path))
+    # millions of small acyclic lists: the cyclic garbage collector would only slow this down
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return _read(path, fmt, normalizer)
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+def _read(path: str | None, fmt: str, normalizer: Normalizer) -> Transcript:
+    blocks = list(iter_blocks(path))
     if fmt == "auto":
-        fmt = detect_format(lines)
+        fmt = detect_format(_numbered_lines(blocks))
     words: dict[str, list[str]] = {}
     where: dict[str, int] = {}
     trn = fmt == "trn"
     lower = normalizer.lowercase
     strip = normalizer.strip_punct
-    for lineno, line in lines:
+    for lineno, line in _numbered_lines(blocks):
         if trn:
             if not line.strip():
                 continue
