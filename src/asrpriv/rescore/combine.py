@@ -5,7 +5,8 @@ Total score of a hypothesis (natural log, higher is better)::
     total = acoustic + lm_weight * ((1 - w) * lm + w * nnlm) + word_penalty * n_words
 
 - ``acoustic``: the ``am_score`` column; else the first-pass total (``first_pass_score``, which
-  ``rescore-nbest`` writes when it replaces a ``score`` column, or ``score``); else, for lists
+  ``rescore-nbest`` writes when it replaces a ``score`` column, or ``score`` unless the input is
+  already a rescored output, marked by its ``first_pass_rank`` column); else, for lists
   that carry only ranks, the rank prior ``-(first_pass_rank - 1)`` (one nat per rank step; tune
   ``lm_weight`` against it with ``tune-weights``).
 - ``lm``: the n-gram score of ``--ngram`` if given, else the first-pass ``lm_score`` column.

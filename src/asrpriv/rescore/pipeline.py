@@ -9,7 +9,8 @@ not by the input.
 Output columns: every input column, in place and unchanged, except ``score`` and ``rank``
 (replaced by the new total and rank) and ``nnlm_score``/``ngram_score`` when recomputed; then,
 if absent, ``first_pass_rank`` (the input rank, or file order), ``first_pass_score`` (the input
-``score`` column, when there was one), ``nnlm_score``, ``ngram_score`` (natural-log sentence
+``score`` column, when there was one and the input is not already a rescored output, which
+has ``first_pass_rank``), ``nnlm_score``, ``ngram_score`` (natural-log sentence
 log-probs including ``</s>``), ``score`` and ``rank``. So an output can be rescored or re-ranked
 again (``reuse_scores``) with the first-pass information intact.
 """
@@ -54,7 +55,9 @@ class Layout:
         for name in ("first_pass_rank",):
             if name not in index:
                 added.append(name)
-        if "score" in index and "first_pass_score" not in index:
+        # an input with first_pass_rank is an earlier output: its score is a second-pass total
+        rescored = "first_pass_rank" in index
+        if "score" in index and "first_pass_score" not in index and not rescored:
             added.append("first_pass_score")
         if nnlm and "nnlm_score" not in index:
             added.append("nnlm_score")
@@ -67,7 +70,7 @@ class Layout:
         self.out_columns = out
         self.out_index = {c: i for i, c in enumerate(out)}
         # the acoustic part of the total (combine.py)
-        for name in ("am_score", "first_pass_score", "score"):
+        for name in ("am_score", "first_pass_score") + (() if rescored else ("score",)):
             if name in index:
                 self.acoustic = name
                 break

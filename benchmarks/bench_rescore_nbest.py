@@ -1,0 +1,146 @@
+"""Benchmark: ``rescore-nbest`` (batched, length-sorted) vs a naive one-hypothesis-at-a-time loop.
+
+Same model (the FMP paper's Transformer shape by default: embedding 256, FFN 1024, 3 blocks,
+4 heads, vocabulary of the bundled AMI training text), same N-best lists (the bundled AMI dev
+set), same run. Prints hypotheses/s of both and their ratio (target >= 10x on CPU), and the
+achieved FLOP rate of the batched path as a fraction of a torch matmul measured in the same run
+(target >= 30%). Weights are random (speed does not depend on them).
+
+    .venv/bin/python benchmarks/bench_rescore_nbest.py [--utts 150] [--threads 2] [--device cpu]
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import os
+import sys
+import tempfile
+import time
+from collections import Counter
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "src"))
+AMI = os.path.join(ROOT, "examples", "data", "ami")
+
+
+def model_flops_per_token(config: dict, context: float) -> float:
+    """Forward FLOPs per scored token (2 per multiply-add): matmuls of the blocks, attention
+    over ``context`` positions, the output layer; embeddings, norms and softmax not counted."""
+    d, f, layers, v = config["emb_dim"], config["ffn_dim"], config["layers"], config["vocab_size"]
+    per_layer = 4 * d * d + 2 * d * f + 2 * context * d
+    return 2.0 * (layers * per_layer + d * v)
+
+
+def matmul_gflops(threads: int, device: str, m: int, k: int, n: int, repeats: int = 10) -> float:
+    import torch
+
+    a = torch.randn(m, k, device=device)
+    b = torch.randn(k, n, device=device)
+    for _ in range(2):
+        a @ b
+    sync = torch.cuda.synchronize if device == "cuda" else (lambda: None)
+    sync()
+    t = time.perf_counter()
+    for _ in range(repeats):
+        a @ b
+    sync()
+    return 2.0 * m * k * n * repeats / (time.perf_counter() - t) / 1e9
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--utts", type=int, default=150, help="dev utterances rescored (x ~20 hyps)")
+    ap.add_argument("--naive-hyps", type=int, default=300, help="hypotheses timed in the naive loop")
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
+    ap.add_argument("--batch-tokens", type=int, default=4096)
+    ap.add_argument("--vocab-size", type=int, default=0, help="0 = every word of the AMI training text")
+    ap.add_argument("--arch", default="transformer", choices=["transformer", "lstm"])
+    args = ap.parse_args()
+
+    import torch
+
+    from asrpriv.io.nbest import NbestReader
+    from asrpriv.nnlm.modelfile import save_model
+    from asrpriv.nnlm.train import new_model
+    from asrpriv.nnlm.vocab import build_vocabulary
+    from asrpriv.rescore.combine import Weights
+    from asrpriv.rescore.nnlm import NnlmScorer
+    from asrpriv.rescore.pipeline import Rescorer
+
+    torch.set_num_threads(args.threads)
+    counts: Counter = Counter()
+    with open(os.path.join(AMI, "train_text"), encoding="utf-8") as f:
+        for line in f:
+            counts.update(line.split()[1:])
+    vocab = build_vocabulary(counts, args.vocab_size or None)
+    model, config = new_model(args.arch, vocab, seed=0)
+    tmp = tempfile.mkdtemp()
+    model_path = os.path.join(tmp, "bench.pt")
+    save_model(model_path, model, vocab, config)
+
+    # the N-best slice
+    src = os.path.join(AMI, "dev", "nbest.tsv")
+    lines = open(src, encoding="utf-8").read().splitlines(keepends=True)
+    seen: set[str] = set()
+    keep = [lines[0]]
+    for line in lines[1:]:
+        utt = line.split("\t", 1)[0]
+        if utt not in seen:
+            if len(seen) == args.utts:
+                break
+            seen.add(utt)
+        keep.append(line)
+    slice_path = os.path.join(tmp, "slice.tsv")
+    open(slice_path, "w", encoding="utf-8").write("".join(keep))
+    hyps = [h.words for u in NbestReader(slice_path) for h in u.hyps]
+    n_hyps = len(hyps)
+    tokens = sum(len(h) + 1 for h in hyps)
+    context = sum((len(h) + 1) * (len(h) + 2) / 2 for h in hyps) / tokens  # mean causal context
+
+    scorer = NnlmScorer(model_path, device=args.device, batch_tokens=args.batch_tokens)
+    print(f"model: {config['arch']} {config}  |V|={len(vocab)}  threads={args.threads} device={args.device}")
+    print(f"data: {args.utts} AMI dev utterances, {n_hyps} hypotheses, {tokens} scored tokens "
+          f"(mean {tokens / n_hyps:.1f} per hypothesis)")
+
+    # warm-up, then the whole rescore-nbest pipeline (read TSV, score, combine, write TSV)
+    scorer.score([scorer.encode(h) for h in hyps[:200]])
+    rescorer = Rescorer(Weights(), nnlm=scorer)
+    t = time.perf_counter()
+    rescorer.run([slice_path], io.StringIO())
+    if args.device == "cuda":
+        torch.cuda.synchronize()
+    fast_s = time.perf_counter() - t
+    fast_rate = n_hyps / fast_s
+
+    # naive: one hypothesis per forward pass, full log_softmax, as a straightforward loop would
+    naive = hyps[: args.naive_hyps]
+    bos, eos = vocab.bos_id, vocab.eos_id
+    t = time.perf_counter()
+    with torch.inference_mode():
+        for words in naive:
+            ids = vocab.encode(words)
+            x = torch.tensor([[bos] + ids], device=args.device)
+            y = torch.tensor(ids + [eos], device=args.device)
+            logp = torch.log_softmax(model.to(args.device)(x)[0], dim=-1)
+            float(logp.gather(1, y[:, None]).sum())
+    naive_s = time.perf_counter() - t
+    naive_rate = len(naive) / naive_s
+
+    flops = model_flops_per_token(config, context) * tokens if args.arch == "transformer" else None
+    d, v = config["emb_dim"], config["vocab_size"]
+    ref = max(matmul_gflops(args.threads, args.device, 2048, d, v, 5),
+              matmul_gflops(args.threads, args.device, 1024, 1024, 1024, 10))
+    print(f"rescore-nbest (batched, --batch-tokens {args.batch_tokens}): {fast_rate:9.1f} hyps/s  ({fast_s:.2f} s)")
+    print(f"naive loop (one hypothesis at a time):         {naive_rate:9.1f} hyps/s  "
+          f"({naive_s:.2f} s for {len(naive)})")
+    print(f"speed-up: {fast_rate / naive_rate:.1f}x  (target >= 10x)")
+    if flops is not None:
+        achieved = flops / fast_s / 1e9
+        print(f"achieved: {achieved:.1f} GFLOP/s of model matmuls (useful tokens only); "
+              f"torch matmul in this run: {ref:.1f} GFLOP/s -> {100 * achieved / ref:.0f}% (target >= 30%)")
+
+
+if __name__ == "__main__":
+    main()

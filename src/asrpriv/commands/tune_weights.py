@@ -1,0 +1,88 @@
+"""``asrpriv tune-weights``: grid-search lm_weight, nnlm_weight and word_penalty on a dev set."""
+
+from __future__ import annotations
+
+import click
+
+from asrpriv.options import common_options, output_option
+
+HELP = """Pick rescoring weights on a dev set: the lowest WER of the 1-best.
+
+Reads an N-best TSV written by rescore-nbest (its score columns: am_score or the
+first-pass score, lm_score/ngram_score, nnlm_score; no LM is run here) and the
+references (Kaldi text), tries every point of the grid
+
+\b
+  score = acoustic + lm_weight * ((1 - w) * lm + w * nnlm) + word_penalty * n_words
+
+(the same formula and column choices as rescore-nbest) and writes a weights file:
+#key=value lines with lm_weight, nnlm_weight, word_penalty, then the WER reached, the
+first-pass WER and the grid. Apply it to another set with
+`rescore-nbest --weights FILE` (add --reuse-scores to re-rank an already scored TSV
+without running the LMs again). Tune on dev, report on test: tuning on the test set
+itself inflates results.
+
+\b
+Grids: START:STOP:STEP (STOP included), a,b,c, or one value. Without an nnlm_score
+column w is fixed at 0; without lm_score/ngram_score, at 1. Ties go to the first grid
+point (smallest lm_weight, then w, then word_penalty). WER counts sclite-optimal
+word errors as score-wer does.
+"""
+
+
+@click.command("tune-weights", help=HELP)
+@click.argument("nbest", default="-", metavar="[RESCORED.tsv]")
+@click.option("-r", "--ref", "ref_path", required=True, metavar="TEXT",
+              help="References, Kaldi text (utt_id word ...).")
+@click.option("--lm-weights", default="0:20:0.5", show_default=True,
+              help="Grid of lm_weight.")
+@click.option("--nnlm-weights", default="0:1:0.1", show_default=True,
+              help="Grid of w (share of the NNLM score), within [0, 1].")
+@click.option("--word-penalties", default="-10:10:0.5", show_default=True,
+              help="Grid of word_penalty (nats per word).")
+@output_option
+@common_options
+def tune_weights(nbest, ref_path, lm_weights, nnlm_weights, word_penalties, output) -> None:
+    from asrpriv.errors import AsrprivError
+    from asrpriv.io.kaldi import read_text
+    from asrpriv.io.output import open_output
+    from asrpriv.options import info, warn
+    from asrpriv.rescore.combine import write_weights
+    from asrpriv.rescore.tune import load_tune_data, parse_grid, tune
+
+    lw = parse_grid(lm_weights, "--lm-weights")
+    ws = parse_grid(nnlm_weights, "--nnlm-weights")
+    wp = parse_grid(word_penalties, "--word-penalties")
+    if any(not 0.0 <= w <= 1.0 for w in ws):
+        raise AsrprivError("--nnlm-weights: values must lie in [0, 1]")
+    if nbest == "-" and ref_path == "-":
+        raise AsrprivError("the N-best list and the references cannot both come from standard input")
+    refs = read_text(ref_path)
+    data = load_tune_data(nbest, refs, warn=warn)
+    result = tune(data, lw, ws, wp)
+    meta = {
+        "wer": f"{result.wer:.4f}",
+        "errors": str(result.errors),
+        "ref_words": str(result.ref_words),
+        "utterances": str(len(data.utt_ids)),
+        "first_pass_wer": f"{result.first_pass_wer:.4f}",
+        "grid_lm_weight": lm_weights,
+        "grid_nnlm_weight": ",".join(f"{w:g}" for w in result.nnlm_weights)
+        if len(result.nnlm_weights) == 1 else nnlm_weights,
+        "grid_word_penalty": word_penalties,
+        "grid_points": str(result.grid.size),
+        "scores": data.layout.describe(),
+    }
+    with open_output(output) as out:
+        write_weights(out, result.weights, meta)
+    w = result.weights
+    info(f"tune-weights: {result.grid.size} grid points on {len(data.utt_ids)} utterances: "
+         f"WER {result.wer:.2f}% (first pass {result.first_pass_wer:.2f}%) at "
+         f"lm_weight={w.lm_weight:g} nnlm_weight={w.nnlm_weight:g} word_penalty={w.word_penalty:g}")
+    edge = []
+    if w.lm_weight in (lw[0], lw[-1]) and len(lw) > 1:
+        edge.append("lm_weight")
+    if w.word_penalty in (wp[0], wp[-1]) and len(wp) > 1:
+        edge.append("word_penalty")
+    if edge:
+        warn(f"best {' and '.join(edge)} on the edge of the grid: consider widening it")

@@ -1,0 +1,244 @@
+"""Correctness of the rescoring scores against independent computations.
+
+- NNLM: batched, length-sorted scores equal a brute-force one-sentence-at-a-time computation
+  and the nnlm package's own sentence_logprobs (natural log, </s> included).
+- FMP normalized (paper 000 Eq. 1): equals p'(w|h) = f(w) p(w|h) / sum_v f(v) p(v|h) computed
+  by hand over the whole vocabulary; unnormalized: ln p(w|h) + ln f(w).
+- n-gram: equals kenlm.Model.score(bos, eos) * ln 10, and a back-off computation by hand.
+- the total score formula and the weights file.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+
+import pytest
+
+from _rescore_helpers import BIGRAM, cached_model, ami_sentences
+
+torch = pytest.importorskip("torch")
+
+
+@pytest.fixture(scope="module")
+def model_path(tmp_path_factory):
+    return cached_model(tmp_path_factory.mktemp("models"))
+
+
+@pytest.fixture(scope="module")
+def lstm_path(tmp_path_factory):
+    return cached_model(tmp_path_factory.mktemp("models"), arch="lstm", sentences=500)
+
+
+def _hyps(n=30, seed=3):
+    """Real dev hypotheses (with OOVs) plus an empty one and a one-word one."""
+    rows = []
+    with open(BIGRAM.parent / "dev" / "nbest.tsv", encoding="utf-8") as f:
+        next(f)
+        for line in f:
+            rows.append(line.rstrip("\n").split("\t")[-1].split())
+    rng = random.Random(seed)
+    return rng.sample(rows, n) + [[], ["okay"]]
+
+
+def _brute_force(model, vocab, words, f=None, normalized=True):
+    """One sentence at a time, float64, explicit probabilities (no log_softmax)."""
+    ids = vocab.encode(words)
+    inp = torch.tensor([[vocab.bos_id] + ids])
+    with torch.inference_mode():
+        logits = model(inp)[0].double()
+    probs = torch.exp(logits - logits.max(dim=-1, keepdim=True).values)
+    probs = probs / probs.sum(dim=-1, keepdim=True)  # p(v|h) for every position
+    total = 0.0
+    for t, target in enumerate(ids + [vocab.eos_id]):
+        p = probs[t]
+        if f is None:
+            total += math.log(float(p[target]))
+        elif normalized:
+            fac = torch.exp(f.double())
+            total += math.log(float(fac[target] * p[target] / (fac * p).sum()))
+        else:
+            total += math.log(float(p[target])) + float(f[target])
+    return total
+
+
+@pytest.mark.parametrize("which", ["transformer", "lstm"])
+def test_nnlm_batched_equals_brute_force(which, model_path, lstm_path):
+    from asrpriv.nnlm.score import sentence_logprobs
+    from asrpriv.rescore.nnlm import NnlmScorer
+
+    path = model_path if which == "transformer" else lstm_path
+    hyps = _hyps()
+    scorer = NnlmScorer(str(path), batch_tokens=97)  # small budget: many uneven batches
+    got = scorer.score([scorer.encode(h) for h in hyps])
+    for words, value in zip(hyps, got):
+        assert value == pytest.approx(_brute_force(scorer.model, scorer.vocab, words), abs=1e-4)
+    peer = sentence_logprobs(scorer.model, scorer.vocab, hyps)
+    assert got == pytest.approx(peer, abs=1e-4)
+    # the batch budget does not change anything
+    again = NnlmScorer(str(path), batch_tokens=100000).score([scorer.encode(h) for h in hyps])
+    assert again == pytest.approx(got, abs=1e-4)
+
+
+def _factor_vector(vocab, seed=5, n=80):
+    g = torch.Generator().manual_seed(seed)
+    f = torch.zeros(len(vocab))
+    idx = torch.randperm(len(vocab), generator=g)[:n]
+    f[idx] = torch.randn(n, generator=g) * 1.5
+    return f
+
+
+def test_fmp_normalized_equals_explicit_normalization(model_path):
+    from asrpriv.rescore.nnlm import NnlmScorer
+
+    scorer = NnlmScorer(str(model_path), batch_tokens=200)
+    f = _factor_vector(scorer.vocab)
+    hyps = _hyps(20)
+    seqs = [scorer.encode(h) for h in hyps]
+    got = scorer.score(seqs, [0] * len(seqs), [f])
+    plain = scorer.score(seqs)
+    for words, value, base in zip(hyps, got, plain):
+        assert value == pytest.approx(_brute_force(scorer.model, scorer.vocab, words, f), abs=1e-4)
+    assert any(abs(a - b) > 0.1 for a, b in zip(got, plain))  # the factors did something
+
+
+def test_fmp_unnormalized_adds_log_factor(model_path):
+    from asrpriv.rescore.nnlm import NnlmScorer
+
+    scorer = NnlmScorer(str(model_path), normalized=False)
+    f = _factor_vector(scorer.vocab, seed=9)
+    hyps = _hyps(30, seed=4)
+    seqs = [scorer.encode(h) for h in hyps]
+    got = scorer.score(seqs, [0] * len(seqs), [f])
+    for words, value in zip(hyps, got):
+        assert value == pytest.approx(_brute_force(scorer.model, scorer.vocab, words, f, normalized=False),
+                                      abs=1e-4)
+        # by hand: plain score + sum of the factors of the targets (words and </s>)
+    plain = scorer.score(seqs)
+    for seq, value, base in zip(seqs, got, plain):
+        assert value == pytest.approx(base + float(sum(f[i] for i in seq + [scorer.vocab.eos_id])), abs=1e-4)
+
+
+def test_groups_pick_their_own_factors(model_path):
+    from asrpriv.rescore.nnlm import NnlmScorer
+
+    scorer = NnlmScorer(str(model_path))
+    f1, f2 = _factor_vector(scorer.vocab, 1), _factor_vector(scorer.vocab, 2)
+    hyps = _hyps(12)
+    seqs = [scorer.encode(h) for h in hyps]
+    groups = [i % 3 - 1 for i in range(len(seqs))]  # -1 none, 0 f1, 1 f2
+    got = scorer.score(seqs, groups, [f1, f2])
+    ref_none = scorer.score(seqs)
+    ref1 = scorer.score(seqs, [0] * len(seqs), [f1])
+    ref2 = scorer.score(seqs, [0] * len(seqs), [f2])
+    for i, g in enumerate(groups):
+        expected = (ref_none, ref1, ref2)[g + 1][i]
+        assert got[i] == pytest.approx(expected, abs=1e-4)
+
+
+def test_factor_table_maps_words_and_counts_ignored(tmp_path, model_path):
+    from asrpriv.nnlm.modelfile import load_model
+    from asrpriv.rescore.factors import FactorTable
+
+    _model, vocab, _config = load_model(str(model_path))
+    known = vocab.words[10]
+    (tmp_path / "f.tsv").write_text(f"#lambda=1\n{known}\t0.75\nzzzunknownword\t2.0\nqqq\t-1\n")
+    table = FactorTable(vocab, factors_file=str(tmp_path / "f.tsv"))
+    vec = table.vector(str(tmp_path / "f.tsv"))
+    assert float(vec[vocab.id(known)]) == pytest.approx(0.75)
+    assert float(vec.abs().sum()) == pytest.approx(0.75)  # every other word: factor 1 (log 0)
+    assert table.ignored_words == 2
+    table.vector(str(tmp_path / "f.tsv"))
+    assert table.ignored_words == 2 and table.files_loaded == 1
+
+
+def test_ngram_equals_kenlm():
+    import kenlm
+
+    from asrpriv.rescore.ngram import NgramScorer
+
+    scorer = NgramScorer(str(BIGRAM))
+    model = kenlm.Model(str(BIGRAM))
+    hyps = _hyps(50) + [["qqqzzz", "the"]]  # an OOV word
+    got = scorer.score_many(hyps)
+    for words, value in zip(hyps, got):
+        assert value == pytest.approx(model.score(" ".join(words), bos=True, eos=True) * math.log(10), abs=1e-4)
+
+
+ARPA = """\\data\\
+ngram 1=5
+ngram 2=4
+
+\\1-grams:
+-1.0\t<unk>\t0
+-99\t<s>\t-0.30103
+-0.69897\t</s>
+-0.52288\ta\t-0.17609
+-0.39794\tb\t-0.22185
+
+\\2-grams:
+-0.30103\t<s> a
+-0.15490\ta b
+-0.52288\tb </s>
+-0.69897\tb a
+
+\\end\\
+"""
+
+
+def test_ngram_backoff_by_hand(tmp_path):
+    """A hand-worked ARPA: ln P(<s> a b a a </s>) from the back-off rules, in natural log."""
+    from asrpriv.rescore.ngram import NgramScorer
+
+    path = tmp_path / "tiny.arpa"
+    path.write_text(ARPA)
+    scorer = NgramScorer(str(path))
+    # a|<s>: bigram -0.30103; b|a: bigram -0.15490; a|b: bigram -0.69897;
+    # a|a: backoff(a) + P(a) = -0.17609 - 0.52288; </s>|a: backoff(a) + P(</s>) = -0.17609 - 0.69897
+    log10 = -0.30103 - 0.15490 - 0.69897 + (-0.17609 - 0.52288) + (-0.17609 - 0.69897)
+    assert scorer.score(["a", "b", "a", "a"]) == pytest.approx(log10 * math.log(10), abs=1e-4)
+    # an OOV word gets <unk>'s probability; <s> backs off into the unigram
+    log10 = (-0.30103 + -1.0) + (0 + -0.69897)  # backoff(<s>) + P(<unk>); backoff(<unk>)=0 + P(</s>)
+    assert scorer.score(["zzz"]) == pytest.approx(log10 * math.log(10), abs=1e-4)
+    assert scorer.score([]) == pytest.approx((-0.30103 - 0.69897) * math.log(10), abs=1e-4)
+
+
+def test_total_formula_by_hand():
+    from asrpriv.rescore.combine import Weights
+
+    w = Weights(lm_weight=7.0, nnlm_weight=0.25, word_penalty=-0.5)
+    assert w.total(-100.0, -20.0, -16.0, 5) == pytest.approx(-100 + 7 * (0.75 * -20 + 0.25 * -16) - 2.5)
+    assert w.total(-100.0, None, -16.0, 5) == pytest.approx(-100 + 7 * -16 - 2.5)   # w counts as 1
+    assert w.total(-100.0, -20.0, None, 5) == pytest.approx(-100 + 7 * -20 - 2.5)   # w counts as 0
+    default = Weights()
+    assert (default.lm_weight, default.nnlm_weight) == (6.5, 0.5)
+    assert default.word_penalty == pytest.approx(math.log(0.65), abs=1e-3)
+
+
+def test_weights_file_roundtrip(tmp_path):
+    import io
+
+    from asrpriv.rescore.combine import Weights, read_weights, write_weights
+
+    buf = io.StringIO()
+    write_weights(buf, Weights(9.5, 0.3, -1.25), {"wer": "20.1"})
+    (tmp_path / "w.txt").write_text(buf.getvalue())
+    wf = read_weights(str(tmp_path / "w.txt"))
+    assert (wf.weights.lm_weight, wf.weights.nnlm_weight, wf.weights.word_penalty) == (9.5, 0.3, -1.25)
+    assert wf.meta == {"wer": "20.1"}
+
+
+def test_plan_batches_respects_budget():
+    from asrpriv.rescore.nnlm import plan_batches
+
+    rng = random.Random(0)
+    lengths = [rng.randint(1, 40) for _ in range(500)]
+    batches = plan_batches(lengths, 256)
+    assert sorted(i for b in batches for i in b) == list(range(500))
+    for b in batches:
+        assert len(b) == 1 or max(lengths[i] for i in b) * len(b) <= 256
+    assert plan_batches([300], 256) == [[0]]
+
+
+def test_sentences_helper_is_real_text():
+    assert sum(len(s) for s in ami_sentences(100)) > 500
