@@ -71,7 +71,7 @@ def test_delta_reconstructs_new_exactly(tmp_path, text, base):
     res = run_cli(["finetune-lm", "--init", str(base), "--train", str(text), "-o", str(new),
                    "--delta-out", str(delta), "--recipe", "client-001", "-s", "2"])
     assert res.exit_code == 0, res.stderr
-    assert "sgd lr 1, batch 8, 1 epoch(s)" in res.stderr
+    assert "sgd lr 1, batch 8 (sentences), 1 epoch(s)" in res.stderr
     d = modelfile.read_model_file(str(delta))
     assert d["kind"] == "delta" and d["weight"] == 22
     init_s, new_s = state(base), state(new)

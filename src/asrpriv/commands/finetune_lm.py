@@ -40,13 +40,16 @@ from asrpriv.options import common_options, seed_option
               help="Share the input embedding and output weight [no].")
 @click.option("--recipe", type=click.Choice(["server", "client-001"]), default="server",
               show_default=True,
-              help="server: Adam lr 1e-3, 10 epochs, batch 32, token-mean loss, grad-norm clip 1.0; "
-                   "client-001: SGD lr 1.0, 1 epoch, batch 8, Eq. 2 per-utterance loss, no clip. "
+              help="server: Adam lr 1e-3, 10 epochs, batch 32 by tokens, token-mean loss, grad-norm clip 1.0; "
+                   "client-001: SGD lr 1.0, 1 epoch, batch 8 sentences, Eq. 2 per-utterance loss, no clip. "
                    "The options below override it.")
 @click.option("--optimizer", type=click.Choice(["sgd", "adam"]), default=None, help="Optimizer.")
 @click.option("--lr", type=click.FloatRange(min=0.0, min_open=True), default=None, help="Learning rate.")
 @click.option("--epochs", type=click.IntRange(min=1), default=None, help="Epochs (passes over --train).")
 @click.option("--batch-size", type=click.IntRange(min=1), default=None, help="Sentences per batch.")
+@click.option("--batch-by", type=click.Choice(["sentences", "tokens"]), default=None,
+              help="sentences: every batch has --batch-size sentences (001's n_b); tokens: as many "
+                   "batches, cut to equal padded area (--batch-size sentences on average, less padding).")
 @click.option("--loss-norm", type=click.Choice(["utterance", "token"]), default=None,
               help="utterance: mean over sentences of per-sentence mean NLL (001 Eq. 2-4); "
                    "token: mean NLL over all predicted tokens.")
@@ -69,7 +72,7 @@ from asrpriv.options import common_options, seed_option
 @common_options
 def finetune_lm(train_path, valid_path, ids, output, init_path, delta_out, arch, vocab_size,
                 min_count, emb_dim, ffn_dim, heads, hidden_dim, layers, dropout, tie_embeddings,
-                recipe, optimizer, lr, epochs, batch_size, loss_norm, max_grad_norm, confidence,
+                recipe, optimizer, lr, epochs, batch_size, batch_by, loss_norm, max_grad_norm, confidence,
                 train_only, lr_decay, patience, threads, seed):
     """Train a word-level neural LM (Transformer or LSTM), or fine-tune one with --init.
 
@@ -96,7 +99,7 @@ def finetune_lm(train_path, valid_path, ids, output, init_path, delta_out, arch,
                        "tie_embeddings": tie_embeddings},
         recipe=recipe,
         overrides={"optimizer": optimizer, "lr": lr, "epochs": epochs, "batch_size": batch_size,
-                   "loss_norm": loss_norm, "max_grad_norm": max_grad_norm},
+                   "batch_by": batch_by, "loss_norm": loss_norm, "max_grad_norm": max_grad_norm},
         confidence=confidence, train_only=train_only, lr_decay=lr_decay, patience=patience,
         threads=threads, seed=seed)
     progress = Progress("tokens")

@@ -106,7 +106,8 @@ def run_finetune(req: FinetuneRequest, progress=None, talk: Callable[[str], None
     n_params = sum(p.numel() for p in model.parameters())
     talk(f"{config['arch']} LM, {n_params:,} parameters, vocabulary {len(vocab):,}; "
          f"{len(corpus):,} training sentences, {corpus.words:,} words ({corpus.kind}); "
-         f"{settings['optimizer']} lr {settings['lr']:g}, batch {settings['batch_size']}, "
+         f"{settings['optimizer']} lr {settings['lr']:g}, batch {settings['batch_size']} "
+         f"({'sentences' if settings['batch_by'] == 'sentences' else 'sentences on average, by tokens'}), "
          f"{settings['epochs']} epoch(s), confidence {req.confidence}, train {req.train_only}")
 
     if progress is not None:
@@ -129,7 +130,7 @@ def run_finetune(req: FinetuneRequest, progress=None, talk: Callable[[str], None
     result = train.train_lm(
         model, vocab, corpus.sentences, corpus.confidences, valid=valid, confidence=req.confidence,
         optimizer=settings["optimizer"], lr=settings["lr"], epochs=settings["epochs"],
-        batch_size=settings["batch_size"], loss_norm=settings["loss_norm"],
+        batch_size=settings["batch_size"], batch_by=settings["batch_by"], loss_norm=settings["loss_norm"],
         max_grad_norm=settings["max_grad_norm"], train_only=req.train_only, seed=req.seed,
         lr_decay=req.lr_decay, patience=req.patience, on_step=on_step, on_epoch=on_epoch)
     if result.dropped:

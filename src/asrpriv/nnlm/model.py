@@ -5,12 +5,13 @@ position t's logits predict token t+1 (natural-log softmax gives log-probabiliti
 strictly causal, so right padding never changes the logits of earlier positions.
 
 * :class:`TransformerLM` — the FMP paper's (000) NNLM shape by default: embedding 256,
-  feed-forward 1024, 3 decoder blocks (self-attention with a causal mask), 4 heads, dropout 0.1,
+  feed-forward 1024, 3 decoder blocks (causal self-attention), 4 heads, dropout 0.1,
   sinusoidal positions.
 * :class:`LSTMLM` — the 001 paper's NNLM shape by default: 2 LSTM layers of 512 units.
 
-The output layer is always the submodule named ``output`` (an ``nn.Linear``): fine-tuning
-"the output layer only" (seed 003) trains exactly ``output.*``.
+The output layer is always the submodule named ``output`` (an ``nn.Linear``) applied to
+``model.hidden(input_ids)``: fine-tuning "the output layer only" (seed 003) trains exactly
+``output.*``, and training computes the output layer only at real (unpadded) positions.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from __future__ import annotations
 import math
 
 import torch
+import torch.nn.functional as F
 from torch import nn
 
 #: defaults per architecture (the papers' shapes); ``build_model`` fills missing keys from here
@@ -29,8 +31,36 @@ DEFAULTS: dict[str, dict] = {
 }
 
 
+class CausalBlock(nn.Module):
+    """Pre-norm decoder block: causal multi-head self-attention, then a ReLU feed-forward.
+
+    Dropout is applied to each branch's output and inside the feed-forward, not to the
+    attention probabilities, so attention runs as one fused causal kernel
+    (``scaled_dot_product_attention(is_causal=True)``) without a T x T mask or dropout mask.
+    """
+
+    def __init__(self, dim: int, heads: int, ffn_dim: int, dropout: float) -> None:
+        super().__init__()
+        self.heads = heads
+        self.norm1 = nn.LayerNorm(dim)
+        self.qkv = nn.Linear(dim, 3 * dim)
+        self.proj = nn.Linear(dim, dim)
+        self.norm2 = nn.LayerNorm(dim)
+        self.ff1 = nn.Linear(dim, ffn_dim)
+        self.ff2 = nn.Linear(ffn_dim, dim)
+        self.dropout = nn.Dropout(dropout)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        batch, length, dim = x.shape
+        q, k, v = self.qkv(self.norm1(x)).view(batch, length, 3, self.heads, dim // self.heads) \
+            .permute(2, 0, 3, 1, 4)
+        att = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        x = x + self.dropout(self.proj(att.transpose(1, 2).reshape(batch, length, dim)))
+        return x + self.dropout(self.ff2(self.dropout(F.relu(self.ff1(self.norm2(x))))))
+
+
 class TransformerLM(nn.Module):
-    """Causal Transformer LM (decoder-only; pre-norm blocks)."""
+    """Causal Transformer LM (decoder-only, pre-norm blocks, sinusoidal positions)."""
 
     def __init__(self, vocab_size: int, emb_dim: int = 256, ffn_dim: int = 1024, layers: int = 3,
                  heads: int = 4, dropout: float = 0.1, tie_embeddings: bool = False) -> None:
@@ -40,10 +70,8 @@ class TransformerLM(nn.Module):
         self.emb_dim = emb_dim
         self.embedding = nn.Embedding(vocab_size, emb_dim)
         self.dropout = nn.Dropout(dropout)
-        block = nn.TransformerEncoderLayer(emb_dim, heads, ffn_dim, dropout, batch_first=True,
-                                           norm_first=True)
-        self.blocks = nn.TransformerEncoder(block, layers, norm=nn.LayerNorm(emb_dim),
-                                            enable_nested_tensor=False)
+        self.blocks = nn.ModuleList(CausalBlock(emb_dim, heads, ffn_dim, dropout) for _ in range(layers))
+        self.norm = nn.LayerNorm(emb_dim)
         self.output = nn.Linear(emb_dim, vocab_size)
         if tie_embeddings:
             self.output.weight = self.embedding.weight
@@ -65,12 +93,16 @@ class TransformerLM(nn.Module):
         return self._pos[:length]
 
     def forward(self, input_ids: torch.Tensor) -> torch.Tensor:
+        return self.output(self.hidden(input_ids))
+
+    def hidden(self, input_ids: torch.Tensor) -> torch.Tensor:
+        """The final-norm states [B, T, emb_dim] (the output layer's input)."""
         length = input_ids.shape[1]
         x = self.embedding(input_ids) * math.sqrt(self.emb_dim)
         x = self.dropout(x + self.positions(length, x.device, x.dtype))
-        mask = nn.Transformer.generate_square_subsequent_mask(length, device=x.device, dtype=x.dtype)
-        x = self.blocks(x, mask=mask, is_causal=True)
-        return self.output(x)
+        for block in self.blocks:
+            x = block(x)
+        return self.norm(x)
 
 
 class LSTMLM(nn.Module):
@@ -92,9 +124,13 @@ class LSTMLM(nn.Module):
         nn.init.zeros_(self.output.bias)
 
     def forward(self, input_ids: torch.Tensor) -> torch.Tensor:
+        return self.output(self.hidden(input_ids))
+
+    def hidden(self, input_ids: torch.Tensor) -> torch.Tensor:
+        """The top LSTM layer's states after dropout [B, T, hidden_dim] (the output layer's input)."""
         x = self.dropout(self.embedding(input_ids))
         x, _ = self.rnn(x)
-        return self.output(self.dropout(x))
+        return self.dropout(x)
 
 
 def make_config(arch: str, vocab_size: int, **options) -> dict:

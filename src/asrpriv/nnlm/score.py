@@ -54,9 +54,17 @@ def sentence_logprobs(model: torch.nn.Module, vocab: Vocabulary,
     for start in range(0, len(order), batch_size):
         idx = order[start:start + batch_size]
         inputs, targets, mask = pad_batch([seqs[i] for i in idx], vocab.eos_id)
-        logits = model(inputs.to(device)).float()
-        logp = torch.log_softmax(logits, dim=-1).gather(-1, targets.to(device).unsqueeze(-1)).squeeze(-1)
-        sums = (logp * mask.to(device)).sum(dim=1).tolist()
+        inputs, targets, mask = inputs.to(device), targets.to(device), mask.to(device)
+        if hasattr(model, "hidden"):  # output layer and softmax at real positions only
+            logits = model.output(model.hidden(inputs)[mask]).float()
+            picked = torch.log_softmax(logits, dim=-1).gather(-1, targets[mask].unsqueeze(-1)).squeeze(-1)
+            logp = torch.zeros(mask.shape, dtype=picked.dtype, device=device)
+            logp[mask] = picked
+        else:
+            logits = model(inputs).float()
+            logp = torch.log_softmax(logits, dim=-1).gather(-1, targets.unsqueeze(-1)).squeeze(-1)
+            logp = logp * mask
+        sums = logp.sum(dim=1).tolist()
         for i, value in zip(idx, sums):
             out[i] = value
     return out

@@ -31,10 +31,10 @@ from asrpriv.nnlm.vocab import Vocabulary, build_vocabulary
 RECIPES: dict[str, dict] = {
     # paper 001, client side: SGD lr 1.0, one epoch, batch 8, Eq. 2-4 normalisation
     "client-001": {"optimizer": "sgd", "lr": 1.0, "epochs": 1, "batch_size": 8,
-                   "loss_norm": "utterance", "max_grad_norm": 0.0},
+                   "loss_norm": "utterance", "max_grad_norm": 0.0, "batch_by": "sentences"},
     # server-side (pre)training: Adam, token-mean loss, gradient clipping
     "server": {"optimizer": "adam", "lr": 1e-3, "epochs": 10, "batch_size": 32,
-               "loss_norm": "token", "max_grad_norm": 1.0},
+               "loss_norm": "token", "max_grad_norm": 1.0, "batch_by": "tokens"},
 }
 
 
@@ -102,7 +102,40 @@ def set_trainable(model: torch.nn.Module, train_only: str) -> list[torch.nn.Para
     return params
 
 
-def _batches(lengths: np.ndarray, batch_size: int, rng: np.random.Generator | None) -> list[np.ndarray]:
+def _split_sorted(chunk: np.ndarray, lengths: np.ndarray, batch_size: int, by: str) -> list[np.ndarray]:
+    """Split length-sorted sentence ids into ceil(n / batch_size) batches.
+
+    ``by="sentences"``: batch_size sentences each. ``by="tokens"``: the same number of batches,
+    but cut so that every batch's padded area (sentences x longest) is about equal — many
+    short sentences or few long ones, batch_size sentences on average, little padding.
+    """
+    n = len(chunk)
+    if by == "sentences" or n <= batch_size:
+        return [chunk[i:i + batch_size] for i in range(0, n, batch_size)]
+    k = -(-n // batch_size)
+    lens = lengths[chunk]
+
+    def cut(area: int) -> list[int]:
+        starts, start = [0], 0
+        for i in range(n):  # sorted ascending: the batch's longest is the current one
+            if (i - start + 1) * lens[i] > area:
+                start = i
+                starts.append(i)
+        return starts
+
+    lo, hi = int(lens.max()), int(lens.max()) * n
+    while lo < hi:  # the smallest area that needs at most k batches
+        mid = (lo + hi) // 2
+        if len(cut(mid)) <= k:
+            hi = mid
+        else:
+            lo = mid + 1
+    starts = cut(lo) + [n]
+    return [chunk[a:b] for a, b in zip(starts, starts[1:])]
+
+
+def _batches(lengths: np.ndarray, batch_size: int, rng: np.random.Generator | None,
+             by: str = "sentences") -> list[np.ndarray]:
     """Sentence index batches of similar length; shuffled (pools of 50 batches) when ``rng``."""
     n = len(lengths)
     if rng is None:
@@ -114,7 +147,7 @@ def _batches(lengths: np.ndarray, batch_size: int, rng: np.random.Generator | No
     for start in range(0, n, pool):
         chunk = order[start:start + pool]
         chunk = chunk[np.argsort(lengths[chunk], kind="stable")]
-        batches.extend(chunk[i:i + batch_size] for i in range(0, len(chunk), batch_size))
+        batches.extend(_split_sorted(chunk, lengths, batch_size, by))
     return [batches[i] for i in rng.permutation(len(batches))]
 
 
@@ -127,13 +160,31 @@ def _weights_batch(weights: list[np.ndarray], idx: np.ndarray, width: int) -> to
 
 
 def batch_loss(model: torch.nn.Module, inputs: torch.Tensor, targets: torch.Tensor,
-               weights: torch.Tensor, denominator: float) -> tuple[torch.Tensor, torch.Tensor]:
-    """``(loss, nll)``: loss = sum(weights * -ln p(target)) / denominator; nll per target [B, T]."""
-    logits = model(inputs)
-    vocab_size = logits.shape[-1]
-    nll = F.cross_entropy(logits.reshape(-1, vocab_size), targets.reshape(-1),
-                          reduction="none").view_as(targets)
-    return (nll * weights).sum() / denominator, nll
+               weights: torch.Tensor, denominator: float, mask: torch.Tensor | None = None
+               ) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(loss, nll)``: loss = sum(weights * -ln p(target)) / denominator (natural log).
+
+    ``weights=None`` means all weights 1 (then, with ``mask``, ``nll`` is the one-element sum).
+
+    With ``mask`` (real targets), the output layer and softmax run only at real positions
+    (padding costs no output-layer work) and ``nll`` is the flat vector of real targets'
+    NLLs; without it, ``nll`` is [B, T].
+    """
+    if mask is None or not hasattr(model, "hidden"):
+        if weights is None:
+            weights = torch.ones(targets.shape)
+        logits = model(inputs)
+        nll = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1),
+                              reduction="none").view_as(targets)
+        if mask is not None:
+            nll, weights = nll[mask], weights[mask]
+        return (nll * weights).sum() / denominator, nll
+    states = model.hidden(inputs)[mask]
+    if weights is None:  # uniform weights: one fused sum, no per-target vector
+        total = F.cross_entropy(model.output(states), targets[mask], reduction="sum")
+        return total / denominator, total.detach().reshape(1)
+    nll = F.cross_entropy(model.output(states), targets[mask], reduction="none")
+    return (nll * weights[mask]).sum() / denominator, nll
 
 
 @torch.inference_mode()
@@ -147,10 +198,8 @@ def evaluate(model: torch.nn.Module, vocab: Vocabulary, sentences: Sequence[Sequ
     total, count = 0.0, 0
     for idx in _batches(lengths, batch_size, None):
         inputs, targets, mask = pad_batch([seqs[i] for i in idx], vocab.eos_id)
-        logits = model(inputs)
-        nll = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1),
-                              reduction="none").view_as(targets)
-        total += float((nll * mask).sum())
+        _, nll = batch_loss(model, inputs, targets, None, 1.0, mask)
+        total += float(nll.sum())
         count += int(mask.sum())
     model.train(was_training)
     return total / max(count, 1), count
@@ -163,6 +212,7 @@ def train_lm(model: torch.nn.Module, vocab: Vocabulary, sentences: Sequence[Sequ
              optimizer: str = "adam", lr: float = 1e-3, epochs: int = 1, batch_size: int = 32,
              loss_norm: str = "token", max_grad_norm: float = 0.0, train_only: str = "all",
              seed: int | None = None, lr_decay: float = 0.5, patience: int = 2,
+             batch_by: str = "sentences",
              on_step: Callable[[int, float], None] | None = None,
              on_epoch: Callable[[dict], None] | None = None) -> TrainResult:
     """Train ``model`` in place on ``sentences`` (word lists); returns a :class:`TrainResult`.
@@ -177,6 +227,9 @@ def train_lm(model: torch.nn.Module, vocab: Vocabulary, sentences: Sequence[Sequ
             epochs without improvement) and keeping the best epoch's weights.
         confidence: "none", "hard:C", "utterance" or "token" (paper 001 Eq. 2-4).
         optimizer: "sgd" or "adam"; lr: its learning rate; epochs; batch_size: sentences.
+        batch_by: "sentences" (every batch has batch_size sentences; 001's n_b) or "tokens"
+            (as many batches, cut to equal padded area: batch_size sentences on average and
+            about the same tokens per step, like a fixed-window loop, with little padding).
         loss_norm: "utterance" (Eq. 2-4: mean over transcripts of per-transcript means) or
             "token" (mean over all targets).
         max_grad_norm: clip the gradient's L2 norm (0 = no clipping).
@@ -188,6 +241,8 @@ def train_lm(model: torch.nn.Module, vocab: Vocabulary, sentences: Sequence[Sequ
     mode, threshold = losses.parse_confidence(confidence)
     if mode != "none" and confidences is None:
         raise ValueError(f"--confidence {confidence} needs a TSV input with a confidence column")
+    if batch_by not in ("sentences", "tokens"):
+        raise ValueError(f"batch_by must be sentences or tokens, got {batch_by!r}")
     if optimizer not in ("sgd", "adam"):
         raise ValueError(f"optimizer must be sgd or adam, got {optimizer!r}")
     if epochs < 1 or batch_size < 1 or lr <= 0:
@@ -211,14 +266,16 @@ def train_lm(model: torch.nn.Module, vocab: Vocabulary, sentences: Sequence[Sequ
     weights = [losses.target_weights(len(s), conf[i] if conf is not None else None, mode, loss_norm)
                for i, s in enumerate(sentences)]
     lengths = np.array([len(s) for s in seqs])
+    uniform = mode in ("none", "hard") and loss_norm == "token"  # every weight is 1
     rng = np.random.default_rng(seed)
     if seed is not None:
         torch.manual_seed(seed)
     params = set_trainable(model, train_only)
+    # foreach: one multi-tensor update per step instead of a Python loop over parameters
     if optimizer == "sgd":
-        opt = torch.optim.SGD(params, lr=lr)
+        opt = torch.optim.SGD(params, lr=lr, foreach=True)
     else:
-        opt = torch.optim.Adam(params, lr=lr)
+        opt = torch.optim.Adam(params, lr=lr, foreach=True)
 
     best_loss, best_state, bad = math.inf, None, 0
     for epoch in range(1, epochs + 1):
@@ -226,18 +283,18 @@ def train_lm(model: torch.nn.Module, vocab: Vocabulary, sentences: Sequence[Sequ
         start = time.perf_counter()
         run_nll = torch.zeros((), dtype=torch.float64)
         run_tok = 0
-        for step, idx in enumerate(_batches(lengths, batch_size, rng)):
+        for step, idx in enumerate(_batches(lengths, batch_size, rng, batch_by)):
             inputs, targets, mask = pad_batch([seqs[i] for i in idx], vocab.eos_id)
-            w = _weights_batch(weights, idx, targets.shape[1])
+            w = None if uniform else _weights_batch(weights, idx, targets.shape[1])
             ntok = int(lengths[idx].sum()) - len(idx)
             denom = float(len(idx)) if loss_norm == "utterance" else float(ntok)
-            loss, nll = batch_loss(model, inputs, targets, w, denom)
+            loss, nll = batch_loss(model, inputs, targets, w, denom, mask)
             opt.zero_grad(set_to_none=True)
             loss.backward()
             if max_grad_norm and max_grad_norm > 0:
-                torch.nn.utils.clip_grad_norm_(params, max_grad_norm)
+                torch.nn.utils.clip_grad_norm_(params, max_grad_norm, foreach=True)
             opt.step()
-            run_nll += (nll.detach() * mask).sum()
+            run_nll += nll.detach().sum()
             run_tok += ntok
             if on_step is not None:
                 on_step(ntok, math.exp(min(float(run_nll) / run_tok, 50.0)) if step % 10 == 0 else None)
