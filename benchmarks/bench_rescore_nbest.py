@@ -117,13 +117,14 @@ def main() -> None:
     # naive: one hypothesis per forward pass, full log_softmax, as a straightforward loop would
     naive = hyps[: args.naive_hyps]
     bos, eos = vocab.bos_id, vocab.eos_id
+    model = model.to(args.device).eval()
     t = time.perf_counter()
     with torch.inference_mode():
         for words in naive:
             ids = vocab.encode(words)
             x = torch.tensor([[bos] + ids], device=args.device)
             y = torch.tensor(ids + [eos], device=args.device)
-            logp = torch.log_softmax(model.to(args.device)(x)[0], dim=-1)
+            logp = torch.log_softmax(model(x)[0], dim=-1)
             float(logp.gather(1, y[:, None]).sum())
     naive_s = time.perf_counter() - t
     naive_rate = len(naive) / naive_s

@@ -22,7 +22,7 @@ def ami_sentences(n: int) -> list[list[str]]:
     return out
 
 
-def train_tiny_model(path: Path, arch: str = "transformer", sentences: int = 1000, vocab_size: int = 500,
+def train_tiny_model(path: Path, arch: str = "transformer", sentences: int = 600, vocab_size: int = 400,
                      seed: int = 1, **options) -> Path:
     """Train a small real LM on the bundled AMI text and save it as a model file."""
     import torch

@@ -27,7 +27,7 @@ def model_path(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def lstm_path(tmp_path_factory):
-    return cached_model(tmp_path_factory.mktemp("models"), arch="lstm", sentences=500)
+    return cached_model(tmp_path_factory.mktemp("models"), arch="lstm", sentences=200)
 
 
 def _hyps(n=30, seed=3):
