@@ -6,7 +6,7 @@ set), same run. Prints hypotheses/s of both and their ratio (target >= 10x on CP
 achieved FLOP rate of the batched path as a fraction of a torch matmul measured in the same run
 (target >= 30%). Weights are random (speed does not depend on them).
 
-    .venv/bin/python benchmarks/bench_rescore_nbest.py [--utts 150] [--threads 2] [--device cpu]
+    .venv/bin/python benchmarks/bench_rescore_nbest.py [--utts 100] [--threads 2] [--device cpu]
 """
 
 from __future__ import annotations
@@ -50,8 +50,8 @@ def matmul_gflops(threads: int, device: str, m: int, k: int, n: int, repeats: in
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--utts", type=int, default=150, help="dev utterances rescored (x ~20 hyps)")
-    ap.add_argument("--naive-hyps", type=int, default=300, help="hypotheses timed in the naive loop")
+    ap.add_argument("--utts", type=int, default=100, help="dev utterances rescored (x ~20 hyps)")
+    ap.add_argument("--naive-hyps", type=int, default=100, help="hypotheses timed in the naive loop")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
     ap.add_argument("--batch-tokens", type=int, default=4096)
