@@ -220,3 +220,31 @@ def test_ami_ngram_perplexity_in_the_same_range(ami, tmp_path):
     nnlm = nnlm_perplexity(ami["model"], ami["vocab"], ami["valid"])
     assert ngram["tokens"] == nnlm["tokens"]
     assert 1 / 3 < nnlm["ppl"] / ngram["ppl"] < 3, (nnlm["ppl"], ngram["ppl"])
+
+
+def test_valid_lr_decay_early_stop_keeps_best():
+    sents = [s.split() for s in TEXT.splitlines() if s.strip()] * 4
+    valid = [["the", "cat", "sat", "on", "the", "mat"], ["a", "dog", "sat"]]
+    vocab = train.vocab_from_sentences(sents)
+    model, _ = train.new_model("lstm", vocab, seed=0, emb_dim=8, hidden_dim=8, layers=1, dropout=0.0)
+    # a learning rate far too large: validation loss rises after the first epoch
+    result = train.train_lm(model, vocab, sents, valid=valid, optimizer="sgd", lr=200.0, epochs=6,
+                            batch_size=4, loss_norm="token", seed=0, patience=1, lr_decay=0.5)
+    hist = result.history
+    losses_ = [h["valid_loss"] for h in hist]
+    best = min(range(len(losses_)), key=losses_.__getitem__)
+    assert result.best_epoch == best + 1
+    assert train.evaluate(model, vocab, valid)[0] == pytest.approx(losses_[best], rel=1e-6)
+    assert any(a > b for a, b in zip(losses_[1:], losses_))  # the case under test happened
+    for i in range(1, len(hist)):  # LR halves after each epoch that did not improve
+        improved = losses_[i - 1] < min(losses_[: i - 1], default=math.inf)
+        assert hist[i]["lr"] == hist[i - 1]["lr"] * (1.0 if improved else 0.5)
+    if result.stopped_early:
+        assert len(hist) < 6 and all(h["valid_loss"] >= losses_[best] for h in hist[best + 1:])
+
+
+def test_cli_valid_reports(tmp_path, text):
+    res = run_cli(["finetune-lm", "--train", str(text), "--valid", str(text), "-o", str(tmp_path / "v.pt"),
+                   "--epochs", "2", "-s", "1", *TINY])
+    assert res.exit_code == 0, res.stderr
+    assert "valid loss" in res.stderr and "kept epoch" in res.stderr

@@ -102,6 +102,10 @@ def finetune_lm(train_path, valid_path, ids, output, init_path, delta_out, arch,
                    "batch_by": batch_by, "loss_norm": loss_norm, "max_grad_norm": max_grad_norm},
         confidence=confidence, train_only=train_only, lr_decay=lr_decay, patience=patience,
         threads=threads, seed=seed)
+    import sys
+
+    if output == "-" and sys.stdout.isatty():
+        raise AsrprivError("refusing to write a binary model file to a terminal; use -o FILE")
     progress = Progress("tokens")
     try:
         run_finetune(request, progress=progress, talk=info)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 import os
+import time
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -123,8 +124,9 @@ def run_finetune(req: FinetuneRequest, progress=None, talk: Callable[[str], None
         if "valid_loss" in rec:
             line += f"; valid loss {rec['valid_loss']:.4f} ppl {rec['valid_ppl']:.2f}"
         if progress is not None and progress.enabled:
-            progress.close()
+            progress.close()  # ends the bar's line; the next epoch starts a fresh count
             progress.done, progress.enabled = 0, True
+            progress._start = time.monotonic()
         talk(line)
 
     result = train.train_lm(

@@ -50,13 +50,22 @@ class CausalBlock(nn.Module):
         self.ff2 = nn.Linear(ffn_dim, dim)
         self.dropout = nn.Dropout(dropout)
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
+    def forward(self, x: torch.Tensor, real: torch.Tensor | None = None) -> torch.Tensor:
+        """``x``: [B, T, dim]. ``real``: flat indices (into B*T) of the non-padding positions;
+        when given, the feed-forward runs on those only (padding gets none: it is never seen
+        by a real position, since padding is on the right and attention is causal)."""
         batch, length, dim = x.shape
         q, k, v = self.qkv(self.norm1(x)).view(batch, length, 3, self.heads, dim // self.heads) \
             .permute(2, 0, 3, 1, 4)
         att = F.scaled_dot_product_attention(q, k, v, is_causal=True)
         x = x + self.dropout(self.proj(att.transpose(1, 2).reshape(batch, length, dim)))
-        return x + self.dropout(self.ff2(self.dropout(F.relu(self.ff1(self.norm2(x))))))
+        if real is None:
+            return x + self._ffn(x)
+        flat = x.reshape(-1, dim)
+        return flat.index_add(0, real, self._ffn(flat.index_select(0, real))).view(batch, length, dim)
+
+    def _ffn(self, x: torch.Tensor) -> torch.Tensor:
+        return self.dropout(self.ff2(self.dropout(F.relu(self.ff1(self.norm2(x))))))
 
 
 class TransformerLM(nn.Module):
@@ -95,14 +104,22 @@ class TransformerLM(nn.Module):
     def forward(self, input_ids: torch.Tensor) -> torch.Tensor:
         return self.output(self.hidden(input_ids))
 
-    def hidden(self, input_ids: torch.Tensor) -> torch.Tensor:
-        """The final-norm states [B, T, emb_dim] (the output layer's input)."""
+    def hidden(self, input_ids: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
+        """The final-norm states [B, T, emb_dim] (the output layer's input).
+
+        With ``mask`` (bool [B, T], True = real position, right padding), the feed-forward
+        layers skip padding and only the real positions are returned, as [N_real, emb_dim]
+        (the order of ``states[mask]``).
+        """
         length = input_ids.shape[1]
         x = self.embedding(input_ids) * math.sqrt(self.emb_dim)
         x = self.dropout(x + self.positions(length, x.device, x.dtype))
+        real = None if mask is None else mask.reshape(-1).nonzero().squeeze(1)
         for block in self.blocks:
-            x = block(x)
-        return self.norm(x)
+            x = block(x, real)
+        if real is None:
+            return self.norm(x)
+        return self.norm(x.reshape(-1, self.emb_dim).index_select(0, real))
 
 
 class LSTMLM(nn.Module):
@@ -126,11 +143,13 @@ class LSTMLM(nn.Module):
     def forward(self, input_ids: torch.Tensor) -> torch.Tensor:
         return self.output(self.hidden(input_ids))
 
-    def hidden(self, input_ids: torch.Tensor) -> torch.Tensor:
-        """The top LSTM layer's states after dropout [B, T, hidden_dim] (the output layer's input)."""
+    def hidden(self, input_ids: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
+        """The top LSTM layer's states after dropout [B, T, hidden_dim] (the output layer's
+        input); with ``mask`` (bool [B, T]) only the real positions, as [N_real, hidden_dim]."""
         x = self.dropout(self.embedding(input_ids))
         x, _ = self.rnn(x)
-        return self.dropout(x)
+        x = self.dropout(x)
+        return x if mask is None else x[mask]
 
 
 def make_config(arch: str, vocab_size: int, **options) -> dict:

@@ -56,7 +56,7 @@ def sentence_logprobs(model: torch.nn.Module, vocab: Vocabulary,
         inputs, targets, mask = pad_batch([seqs[i] for i in idx], vocab.eos_id)
         inputs, targets, mask = inputs.to(device), targets.to(device), mask.to(device)
         if hasattr(model, "hidden"):  # output layer and softmax at real positions only
-            logits = model.output(model.hidden(inputs)[mask]).float()
+            logits = model.output(model.hidden(inputs, mask)).float()
             picked = torch.log_softmax(logits, dim=-1).gather(-1, targets[mask].unsqueeze(-1)).squeeze(-1)
             logp = torch.zeros(mask.shape, dtype=picked.dtype, device=device)
             logp[mask] = picked

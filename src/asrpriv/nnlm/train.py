@@ -179,7 +179,7 @@ def batch_loss(model: torch.nn.Module, inputs: torch.Tensor, targets: torch.Tens
         if mask is not None:
             nll, weights = nll[mask], weights[mask]
         return (nll * weights).sum() / denominator, nll
-    states = model.hidden(inputs)[mask]
+    states = model.hidden(inputs, mask)
     if weights is None:  # uniform weights: one fused sum, no per-target vector
         total = F.cross_entropy(model.output(states), targets[mask], reduction="sum")
         return total / denominator, total.detach().reshape(1)
