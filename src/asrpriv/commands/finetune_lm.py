@@ -106,10 +106,7 @@ def finetune_lm(train_path, valid_path, ids, output, init_path, delta_out, arch,
 
     if output == "-" and sys.stdout.isatty():
         raise AsrprivError("refusing to write a binary model file to a terminal; use -o FILE")
-    progress = Progress("tokens")
     try:
-        run_finetune(request, progress=progress, talk=info)
+        run_finetune(request, progress=lambda: Progress("tokens"), talk=info)
     except ValueError as err:  # inconsistent options or data, found by the library
         raise AsrprivError(str(err)) from None
-    finally:
-        progress.close()

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import math
 import os
-import time
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -58,8 +57,14 @@ def choose_threads(requested: int) -> int:
     return max(1, min(cpus, 4))
 
 
-def run_finetune(req: FinetuneRequest, progress=None, talk: Callable[[str], None] = lambda s: None):
-    """Run the step; returns the :class:`asrpriv.nnlm.train.TrainResult`."""
+def run_finetune(req: FinetuneRequest, progress: Callable[[], object] | None = None,
+                 talk: Callable[[str], None] = lambda s: None):
+    """Run the step; returns the :class:`asrpriv.nnlm.train.TrainResult`.
+
+    Args:
+        progress: makes a progress meter (``update(n, postfix)``, ``close()``), one per epoch.
+        talk: prints a line for the user (stderr).
+    """
     from asrpriv.nnlm.train import RECIPES
 
     if req.delta_out and not req.init_path:
@@ -111,22 +116,23 @@ def run_finetune(req: FinetuneRequest, progress=None, talk: Callable[[str], None
          f"({'sentences' if settings['batch_by'] == 'sentences' else 'sentences on average, by tokens'}), "
          f"{settings['epochs']} epoch(s), confidence {req.confidence}, train {req.train_only}")
 
-    if progress is not None:
-        progress.total = None
+    bar = [None]  # the current epoch's progress meter, made on its first step
 
     def on_step(ntok: int, ppl: float | None) -> None:
-        if progress is not None:
-            progress.update(ntok, None if ppl is None else f"loss {math.log(ppl):.3f} ppl {ppl:.1f}")
+        if progress is None:
+            return
+        if bar[0] is None:
+            bar[0] = progress()
+        bar[0].update(ntok, None if ppl is None else f"loss {math.log(ppl):.3f} ppl {ppl:.1f}")
 
     def on_epoch(rec: dict) -> None:
+        if bar[0] is not None:
+            bar[0].close()
+            bar[0] = None
         line = (f"epoch {rec['epoch']}: train loss {rec['train_loss']:.4f} ppl {rec['train_ppl']:.2f}, "
                 f"lr {rec['lr']:g}, {rec['seconds']:.1f} s")
         if "valid_loss" in rec:
             line += f"; valid loss {rec['valid_loss']:.4f} ppl {rec['valid_ppl']:.2f}"
-        if progress is not None and progress.enabled:
-            progress.close()  # ends the bar's line; the next epoch starts a fresh count
-            progress.done, progress.enabled = 0, True
-            progress._start = time.monotonic()
         talk(line)
 
     result = train.train_lm(
