@@ -23,7 +23,7 @@ def ami_sentences(n: int) -> list[list[str]]:
 
 
 def train_tiny_model(path: Path, arch: str = "transformer", sentences: int = 600, vocab_size: int = 400,
-                     seed: int = 1, **options) -> Path:
+                     seed: int = 1, lr: float = 3e-3, **options) -> Path:
     """Train a small real LM on the bundled AMI text and save it as a model file."""
     import torch
 
@@ -38,7 +38,7 @@ def train_tiny_model(path: Path, arch: str = "transformer", sentences: int = 600
         options = {"emb_dim": 32, "hidden_dim": 32, "layers": 1, **options}
     torch.set_num_threads(2)
     model, config = new_model(arch, vocab, seed=seed, **options)
-    train_lm(model, vocab, sents, epochs=1, seed=seed, batch_size=32, lr=3e-3, max_grad_norm=1.0)
+    train_lm(model, vocab, sents, epochs=1, seed=seed, batch_size=32, lr=lr, max_grad_norm=1.0)
     save_model(str(path), model, vocab, config)
     return path
 
