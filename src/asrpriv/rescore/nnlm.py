@@ -74,6 +74,7 @@ class NnlmScorer:
         self.batch_tokens = max(1, int(batch_tokens))
         self.normalized = normalized
         self.max_len = _max_positions(self.config)
+        self.split_output = _has_hidden(self.model)
         with torch.inference_mode():
             probe = self.model(torch.tensor([[self.vocab.bos_id]], device=device))
         if probe.dim() != 3 or probe.shape[-1] != len(self.vocab):
@@ -138,20 +139,63 @@ class NnlmScorer:
                         tgt[r, :m] = s
                     mask[r, :m + 1] = True
                 inp, tgt, mask = inp.to(self.device), tgt.to(self.device), mask.to(self.device)
-                logits = self.model(inp).float()
+                g = None
                 if use_factors:
                     g = torch.tensor([keys[j][1] + 1 for j in batch], dtype=torch.long, device=self.device)
-                    f = table[g]  # [B, V]
-                    if self.normalized:
-                        logits = logits + f[:, None, :]
-                lse = torch.logsumexp(logits, dim=-1)
-                lp = logits.gather(-1, tgt.unsqueeze(-1)).squeeze(-1) - lse
-                if use_factors and not self.normalized:
-                    lp = lp + f.gather(1, tgt)
-                lp = lp.masked_fill(~mask, 0.0).double().sum(dim=1).tolist()
+                if self.split_output:
+                    lp = self._real_positions(inp, tgt, mask, g, table if use_factors else None)
+                else:
+                    lp = self._full(inp, tgt, mask, g, table if use_factors else None)
                 for r, j in enumerate(batch):
                     results[j] = lp[r]
         return [results[j] for j in back]
+
+
+    def _full(self, inp, tgt, mask, g, table) -> list[float]:
+        """Any model of the contract: logits at every position [B, T, V]."""
+        import torch
+
+        logits = self.model(inp).float()
+        if table is not None:
+            f = table[g]  # [B, V]
+            if self.normalized:
+                logits = logits + f[:, None, :]
+        lse = torch.logsumexp(logits, dim=-1)
+        lp = logits.gather(-1, tgt.unsqueeze(-1)).squeeze(-1) - lse
+        if table is not None and not self.normalized:
+            lp = lp + f.gather(1, tgt)
+        return lp.masked_fill(~mask, 0.0).double().sum(dim=1).tolist()
+
+    def _real_positions(self, inp, tgt, mask, g, table) -> list[float]:
+        """Models with ``hidden(ids, mask)`` and ``output`` (asrpriv.nnlm.model): the output
+        layer and the softmax run on real positions only, in row blocks that stay in cache."""
+        import torch
+
+        states = self.model.hidden(inp, mask)  # [N_real, d], order of mask.nonzero()
+        row_of = mask.nonzero()[:, 0]  # which sentence each real position belongs to
+        targets = tgt[mask]
+        n = states.shape[0]
+        out = torch.empty(n, dtype=torch.float32, device=states.device)
+        block = OUTPUT_BLOCK
+        for start in range(0, n, block):
+            sl = slice(start, start + block)
+            logits = self.model.output(states[sl]).float()
+            t = targets[sl]
+            if table is not None:
+                f = table[g[row_of[sl]]]  # [n_block, V]
+                if self.normalized:
+                    logits += f
+            lp = logits.gather(1, t[:, None]).squeeze(1) - torch.logsumexp(logits, dim=1)
+            if table is not None and not self.normalized:
+                lp += f.gather(1, t[:, None]).squeeze(1)
+            out[sl] = lp
+        sums = torch.zeros(inp.shape[0], dtype=torch.float64, device=states.device)
+        sums.index_add_(0, row_of, out.double())
+        return sums.tolist()
+
+
+#: rows of the output layer computed at once (logits of 256 x |V| floats stay in cache)
+OUTPUT_BLOCK = 256
 
 
 def _max_positions(config) -> int | None:
@@ -163,3 +207,16 @@ def _max_positions(config) -> int | None:
         if isinstance(value, int) and value > 0:
             return value
     return None
+
+
+def _has_hidden(model) -> bool:
+    """True if the model offers ``hidden(input_ids, mask)`` and an ``output`` layer."""
+    import inspect
+
+    hidden = getattr(model, "hidden", None)
+    if hidden is None or not callable(getattr(model, "output", None)):
+        return False
+    try:
+        return "mask" in inspect.signature(hidden).parameters
+    except (TypeError, ValueError):
+        return False
