@@ -168,29 +168,59 @@ class NnlmScorer:
 
     def _real_positions(self, inp, tgt, mask, g, table) -> list[float]:
         """Models with ``hidden(ids, mask)`` and ``output`` (asrpriv.nnlm.model): the output
-        layer and the softmax run on real positions only, in row blocks that stay in cache."""
+        layer runs on real positions only, and the normalizer ``logsumexp_v`` once per distinct
+        history of the batch (hypotheses of one utterance share long prefixes; a causal model
+        gives a shared prefix the same state), in row blocks that stay in cache. The target's
+        logit is a dot product with its output row."""
         import torch
 
         states = self.model.hidden(inp, mask)  # [N_real, d], order of mask.nonzero()
-        row_of = mask.nonzero()[:, 0]  # which sentence each real position belongs to
+        pos = mask.nonzero()
+        row_of = pos[:, 0]
         targets = tgt[mask]
-        n = states.shape[0]
-        out = torch.empty(n, dtype=torch.float32, device=states.device)
+        # distinct histories: a trie over (factor group, <s> w1 .. w_t), built row by row
+        trie: dict[tuple, int] = {}
+        first: list[int] = []
+        inv: list[int] = []
+        inp_rows = inp.tolist()
+        lengths = mask.sum(dim=1).tolist()
+        groups = g.tolist() if g is not None else None
+        p = 0
+        for r, length in enumerate(lengths):
+            node = -1 - (groups[r] if groups is not None else 0)
+            ids = inp_rows[r]
+            for t in range(length):
+                key = (node, ids[t])
+                u = trie.get(key)
+                if u is None:
+                    u = trie[key] = len(first)
+                    first.append(p)
+                inv.append(u)
+                node = u
+                p += 1
+        device = states.device
+        first_t = torch.tensor(first, dtype=torch.long, device=device)
+        inv_t = torch.tensor(inv, dtype=torch.long, device=device)
+        ustates = states.index_select(0, first_t)
+        urow = row_of.index_select(0, first_t)
+        n_unique = ustates.shape[0]
+        lse = torch.empty(n_unique, dtype=torch.float32, device=device)
         block = OUTPUT_BLOCK
-        for start in range(0, n, block):
+        for start in range(0, n_unique, block):
             sl = slice(start, start + block)
-            logits = self.model.output(states[sl]).float()
-            t = targets[sl]
-            if table is not None:
-                f = table[g[row_of[sl]]]  # [n_block, V]
-                if self.normalized:
-                    logits += f
-            lp = logits.gather(1, t[:, None]).squeeze(1) - torch.logsumexp(logits, dim=1)
-            if table is not None and not self.normalized:
-                lp += f.gather(1, t[:, None]).squeeze(1)
-            out[sl] = lp
-        sums = torch.zeros(inp.shape[0], dtype=torch.float64, device=states.device)
-        sums.index_add_(0, row_of, out.double())
+            logits = self.model.output(ustates[sl]).float()
+            if table is not None and self.normalized:
+                logits += table[g[urow[sl]]]
+            lse[sl] = torch.logsumexp(logits, dim=1)
+        out = self.model.output
+        tlogit = (states.float() * out.weight.float().index_select(0, targets)).sum(dim=1)
+        if out.bias is not None:
+            tlogit = tlogit + out.bias.float().index_select(0, targets)
+        lp = tlogit - lse.index_select(0, inv_t)
+        if table is not None:
+            lp = lp + table[g[row_of], targets]  # normalized: f(w) in the numerator; else added
+        sums = torch.zeros(inp.shape[0], dtype=torch.float64, device=device)
+        sums.index_add_(0, row_of, lp.double())
         return sums.tolist()
 
 
