@@ -62,14 +62,17 @@ def _brute_force(model, vocab, words, f=None, normalized=True):
     return total
 
 
-@pytest.mark.parametrize("which", ["transformer", "lstm"])
+@pytest.mark.parametrize("which", ["transformer", "lstm", "transformer-shared"])
 def test_nnlm_batched_equals_brute_force(which, model_path, lstm_path):
     from asrpriv.nnlm.score import sentence_logprobs
     from asrpriv.rescore.nnlm import NnlmScorer
 
-    path = model_path if which == "transformer" else lstm_path
+    path = lstm_path if which == "lstm" else model_path
     hyps = _hyps()
     scorer = NnlmScorer(str(path), batch_tokens=97)  # small budget: many uneven batches
+    if which.endswith("shared"):
+        scorer.share_histories = True
+        assert scorer.share_histories
     got = scorer.score([scorer.encode(h) for h in hyps])
     for words, value in zip(hyps, got):
         assert value == pytest.approx(_brute_force(scorer.model, scorer.vocab, words), abs=1e-4)
@@ -88,10 +91,12 @@ def _factor_vector(vocab, seed=5, n=80):
     return f
 
 
-def test_fmp_normalized_equals_explicit_normalization(model_path):
+@pytest.mark.parametrize("shared", [False, True])
+def test_fmp_normalized_equals_explicit_normalization(model_path, shared):
     from asrpriv.rescore.nnlm import NnlmScorer
 
     scorer = NnlmScorer(str(model_path), batch_tokens=200)
+    scorer.share_histories = shared
     f = _factor_vector(scorer.vocab)
     hyps = _hyps(20)
     seqs = [scorer.encode(h) for h in hyps]
@@ -102,10 +107,12 @@ def test_fmp_normalized_equals_explicit_normalization(model_path):
     assert any(abs(a - b) > 0.1 for a, b in zip(got, plain))  # the factors did something
 
 
-def test_fmp_unnormalized_adds_log_factor(model_path):
+@pytest.mark.parametrize("shared", [False, True])
+def test_fmp_unnormalized_adds_log_factor(model_path, shared):
     from asrpriv.rescore.nnlm import NnlmScorer
 
     scorer = NnlmScorer(str(model_path), normalized=False)
+    scorer.share_histories = shared
     f = _factor_vector(scorer.vocab, seed=9)
     hyps = _hyps(30, seed=4)
     seqs = [scorer.encode(h) for h in hyps]
@@ -119,10 +126,12 @@ def test_fmp_unnormalized_adds_log_factor(model_path):
         assert value == pytest.approx(base + float(sum(f[i] for i in seq + [scorer.vocab.eos_id])), abs=1e-4)
 
 
-def test_groups_pick_their_own_factors(model_path):
+@pytest.mark.parametrize("shared", [False, True])
+def test_groups_pick_their_own_factors(model_path, shared):
     from asrpriv.rescore.nnlm import NnlmScorer
 
     scorer = NnlmScorer(str(model_path))
+    scorer.share_histories = shared
     f1, f2 = _factor_vector(scorer.vocab, 1), _factor_vector(scorer.vocab, 2)
     hyps = _hyps(12)
     seqs = [scorer.encode(h) for h in hyps]
