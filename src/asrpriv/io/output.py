@@ -22,23 +22,15 @@ def open_output(path: str | None, mode: str = "w") -> Iterator[IO]:
         yield stream
         stream.flush()
         return
-    directory = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", suffix=".tmp", dir=directory)
-    try:
+    with atomic_path(path) as tmp:
         if binary:
-            handle = os.fdopen(fd, "wb")
+            handle = open(tmp, "wb")  # noqa: SIM115
         else:
-            handle = os.fdopen(fd, "w", encoding="utf-8", newline="\n")
+            handle = open(tmp, "w", encoding="utf-8", newline="\n")  # noqa: SIM115
         with handle:
             yield handle
             handle.flush()
             os.fsync(handle.fileno())
-        os.chmod(tmp, 0o666 & ~_umask())
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        raise
 
 
 @contextlib.contextmanager
