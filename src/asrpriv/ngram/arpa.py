@@ -131,21 +131,10 @@ class ArpaModel:
                 self.write(handle, precision)
             return
         fmt = format_float if precision is None else (lambda x: format_float(x, precision))
-        write_header(out, self.counts())
-        for n, table in enumerate(self.ngrams, 1):
-            out.write(f"\\{n}-grams:\n")
-            lines = []
-            for words, (prob, bow) in table.items():
-                if bow is None:
-                    lines.append(f"{fmt(prob)}\t{' '.join(words)}\n")
-                else:
-                    lines.append(f"{fmt(prob)}\t{' '.join(words)}\t{fmt(bow)}\n")
-                if len(lines) >= 65536:
-                    out.write("".join(lines))
-                    lines.clear()
-            out.write("".join(lines))
-            out.write("\n")
-        out.write("\\end\\\n")
+        write_arpa(out, self.counts(), (
+            (n, ((fmt(prob), " ".join(words), None if bow is None else fmt(bow))
+                 for words, (prob, bow) in table.items()))
+            for n, table in enumerate(self.ngrams, 1)))
 
 
 def format_float(x: float, precision: int | None = None) -> str:
@@ -162,6 +151,24 @@ def write_header(out: IO[str], counts: Sequence[int]) -> None:
     for n, count in enumerate(counts, 1):
         out.write(f"ngram {n}={count}\n")
     out.write("\n")
+
+
+def write_arpa(out: IO[str], counts: Sequence[int],
+               sections: Iterable[tuple[int, Iterable[tuple[str, str, str | None]]]]) -> None:
+    """Write ARPA text: the header, then per order n its ``(log10 prob, words, log10 bow or None)``
+    rows, already formatted, then ``\\end\\``. Rows are written in chunks (one ``write`` per 64k)."""
+    write_header(out, counts)
+    for n, rows in sections:
+        out.write(f"\\{n}-grams:\n")
+        chunk: list[str] = []
+        for prob, words, bow in rows:
+            chunk.append(f"{prob}\t{words}\n" if bow is None else f"{prob}\t{words}\t{bow}\n")
+            if len(chunk) >= 65536:
+                out.write("".join(chunk))
+                chunk.clear()
+        out.write("".join(chunk))
+        out.write("\n")
+    out.write("\\end\\\n")
 
 
 def read_arpa(path: str | None) -> ArpaModel:

@@ -12,7 +12,7 @@ from typing import IO, Iterable, Sequence
 
 import numpy as np
 
-from asrpriv.ngram.arpa import ArpaModel, format_float, write_header
+from asrpriv.ngram.arpa import ArpaModel, format_float, write_arpa
 from asrpriv.ngram.counting import BOS_ID, EOS_ID, UNK_ID, NgramCounts, Vocab, count_ngrams
 from asrpriv.ngram.kneser_ney import FALLBACK_DISCOUNTS, KneserNeyOrder, estimate
 
@@ -69,22 +69,10 @@ class TrainedModel:
             with open_output(str(out)) as handle:
                 self.write(handle, precision)
             return
-        write_header(out, self.ngram_counts())
-        for n, words, logp, logb in self._columns():
-            out.write(f"\\{n}-grams:\n")
-            probs = [format_float(x, precision) for x in logp.tolist()]
-            has_bow = ~np.isnan(logb)
-            bows = [format_float(x, precision) if ok else None
-                    for x, ok in zip(logb.tolist(), has_bow.tolist())]
-            chunk: list[str] = []
-            for p, w, b in zip(probs, words, bows):
-                chunk.append(f"{p}\t{w}\n" if b is None else f"{p}\t{w}\t{b}\n")
-                if len(chunk) >= 65536:
-                    out.write("".join(chunk))
-                    chunk.clear()
-            out.write("".join(chunk))
-            out.write("\n")
-        out.write("\\end\\\n")
+        write_arpa(out, self.ngram_counts(), (
+            (n, zip([format_float(x, precision) for x in logp.tolist()], words,
+                    [format_float(x, precision) if x == x else None for x in logb.tolist()]))
+            for n, words, logp, logb in self._columns()))
 
     def to_arpa_model(self, precision: int | None = None) -> ArpaModel:
         """The model as an :class:`ArpaModel` (exact float64 values unless ``precision``)."""
