@@ -76,9 +76,9 @@ def laplace_counts(meta: dict[str, str], counts: dict[str, float], vocab: list[s
                                "'count-unigrams --max-l1 B' or give --sensitivity explicitly")
         sensitivity = exact_fraction(meta["max_l1"], "max_l1 in metadata")
         source = f"max_l1 per {meta.get('unit', 'unit')}"
-    grid = exact_fraction(meta.get("grid", "1"), "grid in metadata") if "grid" in meta else None
-    if grid is None:
-        # counts without a grid: put them on the default grid now (exact for bounded counts)
+    if "grid" in meta:
+        grid = exact_fraction(meta["grid"], "grid in metadata")
+    else:  # counts without a grid: put them on the default grid now (exact for bounded counts)
         from asrpriv.unigram.counting import DEFAULT_GRID
 
         grid = Fraction(DEFAULT_GRID)
