@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 import random
 
+import numpy as np
 import pytest
 
 from _rescore_helpers import BIGRAM, cached_model, ami_sentences
@@ -41,6 +42,21 @@ def _hyps(n=30, seed=3):
     return rng.sample(rows, n) + [[], ["okay"]]
 
 
+def _nbest(n_utts=6, skip=40):
+    """Whole real N-best lists (hypotheses sharing prefixes), with a duplicate and an empty
+    hypothesis appended to the last utterance: (hyps, units)."""
+    from asrpriv.io.nbest import NbestReader
+
+    hyps, units = [], []
+    for u, utt in enumerate(list(NbestReader(str(BIGRAM.parent / "dev" / "nbest.tsv")))[skip:skip + n_utts]):
+        for h in utt.hyps:
+            hyps.append(h.words)
+            units.append(u)
+    hyps += [hyps[-1], []]
+    units += [units[-1]] * 2
+    return hyps, units
+
+
 def _brute_force(model, vocab, words, f=None, normalized=True):
     """One sentence at a time, float64, explicit probabilities (no log_softmax)."""
     ids = vocab.encode(words)
@@ -62,7 +78,7 @@ def _brute_force(model, vocab, words, f=None, normalized=True):
     return total
 
 
-@pytest.mark.parametrize("which", ["transformer", "lstm", "transformer-shared"])
+@pytest.mark.parametrize("which", ["transformer", "lstm", "transformer-padded"])
 def test_nnlm_batched_equals_brute_force(which, model_path, lstm_path):
     from asrpriv.nnlm.score import sentence_logprobs
     from asrpriv.rescore.nnlm import NnlmScorer
@@ -70,9 +86,9 @@ def test_nnlm_batched_equals_brute_force(which, model_path, lstm_path):
     path = lstm_path if which == "lstm" else model_path
     hyps = _hyps()
     scorer = NnlmScorer(str(path), batch_tokens=97)  # small budget: many uneven batches
-    if which.endswith("shared"):
-        scorer.share_histories = True
-        assert scorer.share_histories
+    assert scorer.method == ("padded" if which == "lstm" else "tree")
+    if which.endswith("padded"):
+        scorer.method = "padded"
     got = scorer.score([scorer.encode(h) for h in hyps])
     for words, value in zip(hyps, got):
         assert value == pytest.approx(_brute_force(scorer.model, scorer.vocab, words), abs=1e-4)
@@ -83,6 +99,97 @@ def test_nnlm_batched_equals_brute_force(which, model_path, lstm_path):
     assert again == pytest.approx(got, abs=1e-4)
 
 
+@pytest.mark.parametrize("budget", [1, 300, 100000])
+def test_prefix_trees_equal_brute_force_on_real_nbest(model_path, budget):
+    """Whole N-best lists, whose hypotheses share prefixes, scored as prefix trees (one state
+    per distinct history) equal one-sentence-at-a-time scores, with and without units."""
+    from asrpriv.rescore.nnlm import NnlmScorer
+
+    scorer = NnlmScorer(str(model_path), batch_tokens=budget)
+    hyps, units = _nbest()
+    seqs = [scorer.encode(h) for h in hyps]
+    with_units = scorer.score(seqs, units=units)
+    without = scorer.score(seqs)
+    for words, a, b in zip(hyps, with_units, without):
+        expected = _brute_force(scorer.model, scorer.vocab, words)
+        assert a == pytest.approx(expected, abs=1e-4)
+        assert b == pytest.approx(expected, abs=1e-4)
+    assert with_units[-3] == with_units[-2]  # the duplicate
+
+
+def test_normalizer_survives_huge_logits(tmp_path, model_path):
+    """Logits beyond fp32's exp range (> 88) take the max-shifted path and stay exact."""
+    from asrpriv.nnlm.modelfile import load_model, save_model
+    from asrpriv.rescore.nnlm import NnlmScorer
+
+    model, vocab, config = load_model(str(model_path))
+    with torch.no_grad():
+        model.output.weight.mul_(40.0)
+        model.output.bias.fill_(0.0)
+        model.output.bias[vocab.id("the")] = 95.0  # exp(95) overflows fp32
+    path = tmp_path / "hot.pt"
+    save_model(str(path), model, vocab, config)
+    scorer = NnlmScorer(str(path))
+    hyps, units = _nbest(3)
+    got = scorer.score([scorer.encode(h) for h in hyps], units=units)
+    for words, value in zip(hyps, got):
+        expected = _brute_force(scorer.model, scorer.vocab, words)
+        assert math.isfinite(value)
+        assert value == pytest.approx(expected, rel=1e-5, abs=1e-3)
+
+
+def test_prefix_forest_structure():
+    """Nodes are exactly the distinct (row, history) pairs; positions rebuild each sentence;
+    the attention mask is each node's ancestors and itself."""
+    from asrpriv.rescore.prefix_tree import PrefixForest
+
+    rng = random.Random(1)
+    seqs, keys = [], []
+    for u in range(12):
+        base = [rng.randrange(6) for _ in range(rng.randint(0, 9))]
+        for _ in range(rng.randint(1, 8)):
+            cut = rng.randint(0, len(base))
+            seqs.append(base[:cut] + [rng.randrange(6) for _ in range(rng.randint(0, 3))])
+            keys.append(u // 3)
+    bos, eos = 100, 101
+    forest = PrefixForest(seqs, keys, bos, eos, max_nodes=20)
+    history = {}
+    for node in range(forest.n_nodes):
+        path, p = [], node
+        while p >= 0:
+            path.append(int(forest.tokens[p]))
+            p = int(forest.parents[p])
+        history[node] = tuple(reversed(path))
+        assert history[node][0] == bos and len(history[node]) == forest.depths[node] + 1
+    row_of = np.repeat(np.arange(len(forest.row_size)), forest.row_size)
+    # distinct within a row
+    assert len({(row_of[n], history[n]) for n in history}) == forest.n_nodes
+    assert forest.row_size.max() <= 20 or forest.row_size.max() == max(len(s) + 1 for s in seqs)
+    for s, seq in enumerate(seqs):
+        at = forest.pos_seq == s
+        nodes, targets = forest.pos_node[at], forest.pos_target[at]
+        assert list(targets) == seq + [eos]
+        for t, node in enumerate(nodes):
+            assert history[node] == (bos, *seq[:t])
+        assert len(set(row_of[nodes])) == 1 and forest.row_key[row_of[nodes[0]]] == keys[s]
+    # attention layout of every batch
+    seen = []
+    for rows in forest.batches(60):
+        assert len(rows) == 1 or forest.row_size[rows].max() * len(rows) <= 60
+        nodes, slots, width, allowed = forest.layout(rows)
+        seen.extend(nodes)
+        slot_of = dict(zip(nodes.tolist(), slots.tolist()))
+        flat = allowed.reshape(-1, width)
+        for n in nodes:
+            expect = set()
+            p = n
+            while p >= 0:
+                expect.add(slot_of[p] % width)
+                p = int(forest.parents[p])
+            assert set(np.flatnonzero(flat[slot_of[n]]).tolist()) == expect
+    assert sorted(seen) == list(range(forest.n_nodes))
+
+
 def _factor_vector(vocab, seed=5, n=80):
     g = torch.Generator().manual_seed(seed)
     f = torch.zeros(len(vocab))
@@ -91,28 +198,28 @@ def _factor_vector(vocab, seed=5, n=80):
     return f
 
 
-@pytest.mark.parametrize("shared", [False, True])
-def test_fmp_normalized_equals_explicit_normalization(model_path, shared):
+@pytest.mark.parametrize("method", ["tree", "padded"])
+def test_fmp_normalized_equals_explicit_normalization(model_path, method):
     from asrpriv.rescore.nnlm import NnlmScorer
 
     scorer = NnlmScorer(str(model_path), batch_tokens=200)
-    scorer.share_histories = shared
+    scorer.method = method
     f = _factor_vector(scorer.vocab)
-    hyps = _hyps(20)
+    hyps, units = _nbest(4)
     seqs = [scorer.encode(h) for h in hyps]
-    got = scorer.score(seqs, [0] * len(seqs), [f])
+    got = scorer.score(seqs, [0] * len(seqs), [f], units)
     plain = scorer.score(seqs)
     for words, value, base in zip(hyps, got, plain):
         assert value == pytest.approx(_brute_force(scorer.model, scorer.vocab, words, f), abs=1e-4)
     assert any(abs(a - b) > 0.1 for a, b in zip(got, plain))  # the factors did something
 
 
-@pytest.mark.parametrize("shared", [False, True])
-def test_fmp_unnormalized_adds_log_factor(model_path, shared):
+@pytest.mark.parametrize("method", ["tree", "padded"])
+def test_fmp_unnormalized_adds_log_factor(model_path, method):
     from asrpriv.rescore.nnlm import NnlmScorer
 
     scorer = NnlmScorer(str(model_path), normalized=False)
-    scorer.share_histories = shared
+    scorer.method = method
     f = _factor_vector(scorer.vocab, seed=9)
     hyps = _hyps(30, seed=4)
     seqs = [scorer.encode(h) for h in hyps]
@@ -126,17 +233,18 @@ def test_fmp_unnormalized_adds_log_factor(model_path, shared):
         assert value == pytest.approx(base + float(sum(f[i] for i in seq + [scorer.vocab.eos_id])), abs=1e-4)
 
 
-@pytest.mark.parametrize("shared", [False, True])
-def test_groups_pick_their_own_factors(model_path, shared):
+@pytest.mark.parametrize("method", ["tree", "padded"])
+def test_groups_pick_their_own_factors(model_path, method):
     from asrpriv.rescore.nnlm import NnlmScorer
 
-    scorer = NnlmScorer(str(model_path))
-    scorer.share_histories = shared
+    scorer = NnlmScorer(str(model_path), batch_tokens=300)
+    scorer.method = method
     f1, f2 = _factor_vector(scorer.vocab, 1), _factor_vector(scorer.vocab, 2)
-    hyps = _hyps(12)
+    hyps, units = _nbest(9)
     seqs = [scorer.encode(h) for h in hyps]
-    groups = [i % 3 - 1 for i in range(len(seqs))]  # -1 none, 0 f1, 1 f2
-    got = scorer.score(seqs, groups, [f1, f2])
+    # one client per utterance (-1 none, 0 f1, 1 f2): output blocks mix groups
+    groups = [u % 3 - 1 for u in units]
+    got = scorer.score(seqs, groups, [f1, f2], units)
     ref_none = scorer.score(seqs)
     ref1 = scorer.score(seqs, [0] * len(seqs), [f1])
     ref2 = scorer.score(seqs, [0] * len(seqs), [f2])

@@ -67,6 +67,26 @@ class CausalBlock(nn.Module):
     def _ffn(self, x: torch.Tensor) -> torch.Tensor:
         return self.dropout(self.ff2(self.dropout(F.relu(self.ff1(self.norm2(x))))))
 
+    def forward_tree(self, x: torch.Tensor, real: torch.Tensor, rows: int, width: int,
+                     allowed: torch.Tensor) -> torch.Tensor:
+        """Inference on prefix trees: ``x`` is [N, dim], the states of the N real nodes; node i
+        sits at flat slot ``real[i]`` of a [rows, width] layout where ``allowed`` (bool
+        [rows, 1, width, width]) lets a node attend to its ancestors and itself only.
+
+        Only attention needs the [rows, width] layout; the projections and the feed-forward run
+        on the N real nodes. With ``allowed`` = causal mask of a single path this is
+        :meth:`forward` on that sentence (no dropout: call in eval mode).
+        """
+        n, dim = x.shape
+        qkv = self.qkv(self.norm1(x))
+        slots = qkv.new_zeros(rows * width, 3 * dim).index_copy_(0, real, qkv)
+        q, k, v = slots.view(rows, width, 3, self.heads, dim // self.heads).permute(2, 0, 3, 1, 4)
+        att = F.scaled_dot_product_attention(q, k, v, attn_mask=allowed)
+        att = att.transpose(1, 2).reshape(rows * width, dim).index_select(0, real)
+        x = x + self.proj(att)
+        hidden = torch.relu_(self.ff1(self.norm2(x)))
+        return x + self.ff2(hidden)
+
 
 class TransformerLM(nn.Module):
     """Causal Transformer LM (decoder-only, pre-norm blocks, sinusoidal positions)."""
@@ -120,6 +140,22 @@ class TransformerLM(nn.Module):
         if real is None:
             return self.norm(x)
         return self.norm(x.reshape(-1, self.emb_dim).index_select(0, real))
+
+    def tree_hidden(self, tokens: torch.Tensor, depths: torch.Tensor, real: torch.Tensor,
+                    rows: int, width: int, allowed: torch.Tensor) -> torch.Tensor:
+        """Final-norm states [N, emb_dim] of the nodes of prefix trees (inference only).
+
+        A node stands for a history ``<s> w1 .. wt``: ``tokens`` [N] holds its last token
+        (``<s>`` at a root), ``depths`` [N] its t (its position), ``real`` [N] its flat slot in a
+        [rows, width] layout and ``allowed`` (bool [rows, 1, width, width]) its ancestors and
+        itself. Each node's state equals the state of position t of :meth:`hidden` on its
+        history alone, so histories shared by many sentences are computed once.
+        """
+        x = self.embedding(tokens) * math.sqrt(self.emb_dim)
+        x = x + self.positions(int(depths.max()) + 1, x.device, x.dtype).index_select(0, depths)
+        for block in self.blocks:
+            x = block.forward_tree(x, real, rows, width, allowed)
+        return self.norm(x)
 
 
 class LSTMLM(nn.Module):

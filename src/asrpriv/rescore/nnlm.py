@@ -12,15 +12,23 @@ FMP factors ``f`` (a natural-log vector over the vocabulary, see :mod:`asrpriv.r
 - unnormalized (000 §2.1, "unnormalized version ... for efficiency"):
   ``ln p'(w|h) = ln p(w|h) + f(w)``.
 
-Speed: hypotheses are sorted by length and cut into batches of at most ``batch_tokens`` padded
-positions, so a batch wastes little on padding; identical (sentence, factors) pairs are scored
-once. Right padding is safe for a causal model (padded positions never affect earlier ones) and
-padded targets are masked out.
+Speed: a Transformer with ``tree_hidden`` (asrpriv.nnlm.model) scores *prefix trees*
+(:mod:`asrpriv.rescore.prefix_tree`): the hypotheses of an utterance become one trie per row,
+each distinct history is one node, and one forward pass over a group of rows gives every node's
+state (attention restricted to the node's ancestors). The output layer then runs once per node,
+as ``W @ states^T`` in column blocks that stay in cache, and its normalizer is
+``log(sum(exp(logits)))``; a column whose sum overflows or underflows fp32 is recomputed with
+the max-shifted ``logsumexp``. Other models (the LSTM) score padded rows: hypotheses are sorted
+by length and cut into batches of at most ``batch_tokens`` padded positions, identical
+(sentence, factors) pairs once; right padding is safe for a causal model (padded positions never
+affect earlier ones) and padded targets are masked out.
 """
 
 from __future__ import annotations
 
 from typing import Sequence
+
+import numpy as np
 
 from asrpriv.errors import AsrprivError, InputError
 
@@ -57,6 +65,10 @@ class NnlmScorer:
         device: ``"cpu"`` or ``"cuda"``.
         batch_tokens: padded positions (rows x longest row) per forward pass.
         normalized: FMP factors renormalized over the vocabulary (True) or added (False).
+
+    Attributes:
+        method: ``"tree"`` (prefix trees, models with ``tree_hidden``) or ``"padded"`` (any
+            model of the contract); set it to compare the two.
     """
 
     def __init__(self, path: str, device: str = "cpu", batch_tokens: int = 4096,
@@ -74,38 +86,28 @@ class NnlmScorer:
         self.batch_tokens = max(1, int(batch_tokens))
         self.normalized = normalized
         self.max_len = _max_positions(self.config)
-        # Shared-history scoring (see _real_positions) is exact but measured slower on 2 CPU
-        # cores than one full forward per batch (2000 AMI 20-best hyps, FMP Transformer shape,
-        # same run: 224 vs 236-258 hyps/s; real positions without sharing: 158), so it is off
-        # by default; set ``share_histories = True`` to use it (e.g. to measure on a GPU).
-        self.split_output = False
-        self.can_share_histories = _has_hidden(self.model)
+        self.method = "tree" if callable(getattr(self.model, "tree_hidden", None)) else "padded"
         with torch.inference_mode():
             probe = self.model(torch.tensor([[self.vocab.bos_id]], device=device))
         if probe.dim() != 3 or probe.shape[-1] != len(self.vocab):
             raise InputError(path, None, f"model/vocabulary mismatch: the model predicts "
                                          f"{probe.shape[-1]} words, its vocabulary has {len(self.vocab)}")
 
-    @property
-    def share_histories(self) -> bool:
-        return self.split_output and self.can_share_histories
-
-    @share_histories.setter
-    def share_histories(self, value: bool) -> None:
-        self.split_output = bool(value)
-
     def encode(self, words: Sequence[str]) -> list[int]:
         """Word ids (OOV -> ``<unk>``), without ``<s>``/``</s>``."""
         return self.vocab.encode(words)
 
     def score(self, seqs: Sequence[Sequence[int]], groups: Sequence[int] | None = None,
-              factor_vectors: Sequence | None = None) -> list[float]:
+              factor_vectors: Sequence | None = None,
+              units: Sequence[int] | None = None) -> list[float]:
         """Natural-log sentence scores of id sequences.
 
         Args:
             seqs: word ids of each sentence (no ``<s>``/``</s>``).
             groups: per sentence, an index into ``factor_vectors``, or -1 for no factors.
             factor_vectors: log-factor vectors (torch, length |V|).
+            units: per sentence, its utterance (any int); adjacent sentences of one unit and
+                group share their histories. None: adjacent sentences of a group share.
 
         Returns:
             one float per sentence: ``sum_t ln p'(target_t | history)`` including ``</s>``.
@@ -115,6 +117,108 @@ class NnlmScorer:
         n = len(seqs)
         if groups is None:
             groups = [-1] * n
+        if self.max_len is not None:
+            for seq in seqs:
+                if len(seq) + 1 > self.max_len:
+                    raise AsrprivError(f"a hypothesis of {len(seq)} words is longer than the "
+                                       f"model's {self.max_len - 1}-word limit")
+        table = None
+        if factor_vectors is not None and len(factor_vectors) > 0 and any(g >= 0 for g in groups):
+            # row 0: no factors; row g + 1: factor_vectors[g]
+            table = torch.stack([torch.zeros_like(factor_vectors[0])] + list(factor_vectors)) \
+                .float().to(self.device)
+        with torch.inference_mode():
+            if self.method == "tree":
+                return self._tree(seqs, groups, units, table)
+            return self._padded(seqs, groups, table)
+
+    def _tree(self, seqs, groups, units, table) -> list[float]:
+        """Prefix trees (module docstring); exact, each distinct history once."""
+        import torch
+
+        from asrpriv.rescore.prefix_tree import PrefixForest
+
+        keys = list(zip(units, groups)) if units is not None else groups
+        forest = PrefixForest(seqs, keys, self.vocab.bos_id, self.vocab.eos_id)
+        device = self.device
+        model = self.model
+        as_tensor = lambda a: torch.from_numpy(a).to(device)  # noqa: E731
+        tokens, depths = as_tensor(forest.tokens), as_tensor(forest.depths)
+        states = None
+        for rows in forest.batches(self.batch_tokens):
+            nodes, slots, width, allowed = forest.layout(rows)
+            nodes_t = as_tensor(nodes)
+            h = model.tree_hidden(tokens[nodes_t], depths[nodes_t], as_tensor(slots), len(rows),
+                                  width, as_tensor(allowed).unsqueeze(1))
+            if states is None:
+                states = h.new_empty(forest.n_nodes, h.shape[1])
+            states.index_copy_(0, nodes_t, h)
+        if states is None:  # no sentences
+            return []
+        # the group of each node (-1: none), from its row's key
+        row_group = [k[1] if units is not None else k for k in forest.row_key]
+        node_group = torch.from_numpy(np.repeat(np.array(row_group, dtype=np.int64) + 1,
+                                                forest.row_size)).to(device)
+        pos_node, pos_target = as_tensor(forest.pos_node), as_tensor(forest.pos_target)
+        target_logit, lse = self._output_layer(states, node_group, pos_node, pos_target, table)
+        lp = target_logit - lse.index_select(0, pos_node)
+        if table is not None:
+            # normalized: f(w) in the numerator (lse includes the factors); else added
+            lp = lp + table[node_group.index_select(0, pos_node), pos_target]
+        sums = torch.zeros(len(seqs), dtype=torch.float64, device=device)
+        sums.index_add_(0, as_tensor(forest.pos_seq), lp.double())
+        return sums.tolist()
+
+    def _output_layer(self, states, node_group, pos_node, pos_target, table):
+        """Target logits [P] and normalizers [N] (``logsumexp_v logit_v`` per node, with the
+        node's log-factors added first when normalized), computed as ``W @ states^T`` in column
+        blocks of ``OUTPUT_BLOCK`` nodes."""
+        import torch
+
+        out = self.model.output
+        weight = out.weight.float()
+        bias = out.bias.float().unsqueeze(1) if out.bias is not None else None
+        columns = states.float().t().contiguous()  # [d, N]
+        n = columns.shape[1]
+        lse = torch.empty(n, dtype=torch.float32, device=states.device)
+        target_logit = torch.empty(len(pos_node), dtype=torch.float32, device=states.device)
+        order = torch.argsort(pos_node, stable=True)
+        by_node = pos_node.index_select(0, order)
+        targets = pos_target.index_select(0, order)
+        edges = torch.searchsorted(by_node, torch.arange(0, n + OUTPUT_BLOCK, OUTPUT_BLOCK,
+                                                         device=states.device)).tolist()
+        add_factors = table is not None and self.normalized
+        for i, start in enumerate(range(0, n, OUTPUT_BLOCK)):
+            cols = columns[:, start:start + OUTPUT_BLOCK]
+            width = cols.shape[1]
+            z = weight @ cols if bias is None else torch.addmm(bias, weight, cols)  # [V, width]
+            a, b = edges[i], edges[i + 1]
+            target_logit[order[a:b]] = z.view(-1)[targets[a:b] * width + (by_node[a:b] - start)]
+            if add_factors:
+                g = node_group[start:start + width]
+                if bool((g == g[0]).all()):
+                    z.add_(table[g[0]].unsqueeze(1))
+                else:
+                    z.add_(table.index_select(0, g).t())
+            total = z.exp_().sum(dim=0)
+            block_lse = total.log()
+            # exp overflowed (inf) or all terms were tiny: redo those columns max-shifted
+            bad = ~torch.isfinite(block_lse) | (total < 1e-25)
+            if bool(bad.any()):
+                idx = bad.nonzero().squeeze(1)
+                again = weight @ cols[:, idx]
+                if bias is not None:
+                    again += bias
+                if add_factors:
+                    again += table.index_select(0, g.index_select(0, idx)).t()
+                block_lse[idx] = torch.logsumexp(again, dim=0)
+            lse[start:start + width] = block_lse
+        return target_logit, lse
+
+    def _padded(self, seqs, groups, table) -> list[float]:
+        """Any model of the contract: padded length-sorted rows, logits at every position."""
+        import torch
+
         # identical (sentence, factors) pairs are scored once
         unique: dict[tuple, int] = {}
         back = []
@@ -125,119 +229,40 @@ class NnlmScorer:
                 j = unique[key] = len(unique)
             back.append(j)
         keys = list(unique)
-        if self.max_len is not None:
-            for seq, _g in keys:
-                if len(seq) + 1 > self.max_len:
-                    raise AsrprivError(f"a hypothesis of {len(seq)} words is longer than the "
-                                       f"model's {self.max_len - 1}-word limit")
-        use_factors = factor_vectors is not None and len(factor_vectors) > 0 and any(g >= 0 for _s, g in keys)
-        if use_factors:
-            table = torch.stack([torch.zeros_like(factor_vectors[0])] + list(factor_vectors)).to(self.device)
         results = [0.0] * len(keys)
         bos, eos = self.vocab.bos_id, self.vocab.eos_id
-        with torch.inference_mode():
-            for batch in plan_batches([len(k[0]) + 1 for k in keys], self.batch_tokens):
-                width = len(keys[batch[0]][0]) + 1
-                rows = len(batch)
-                inp = torch.full((rows, width), eos, dtype=torch.long)
-                tgt = torch.full((rows, width), eos, dtype=torch.long)
-                mask = torch.zeros((rows, width), dtype=torch.bool)
-                for r, j in enumerate(batch):
-                    seq = keys[j][0]
-                    m = len(seq)
-                    inp[r, 0] = bos
-                    if m:
-                        s = torch.tensor(seq, dtype=torch.long)
-                        inp[r, 1:m + 1] = s
-                        tgt[r, :m] = s
-                    mask[r, :m + 1] = True
-                inp, tgt, mask = inp.to(self.device), tgt.to(self.device), mask.to(self.device)
-                g = None
-                if use_factors:
-                    g = torch.tensor([keys[j][1] + 1 for j in batch], dtype=torch.long, device=self.device)
-                if self.split_output and self.can_share_histories:
-                    lp = self._real_positions(inp, tgt, mask, g, table if use_factors else None)
-                else:
-                    lp = self._full(inp, tgt, mask, g, table if use_factors else None)
-                for r, j in enumerate(batch):
-                    results[j] = lp[r]
+        for batch in plan_batches([len(k[0]) + 1 for k in keys], self.batch_tokens):
+            width = len(keys[batch[0]][0]) + 1
+            rows = len(batch)
+            inp = torch.full((rows, width), eos, dtype=torch.long)
+            tgt = torch.full((rows, width), eos, dtype=torch.long)
+            mask = torch.zeros((rows, width), dtype=torch.bool)
+            for r, j in enumerate(batch):
+                seq = keys[j][0]
+                m = len(seq)
+                inp[r, 0] = bos
+                if m:
+                    s = torch.tensor(seq, dtype=torch.long)
+                    inp[r, 1:m + 1] = s
+                    tgt[r, :m] = s
+                mask[r, :m + 1] = True
+            inp, tgt, mask = inp.to(self.device), tgt.to(self.device), mask.to(self.device)
+            logits = self.model(inp).float()
+            if table is not None:
+                g = torch.tensor([keys[j][1] + 1 for j in batch], dtype=torch.long, device=self.device)
+                f = table[g]  # [B, V]
+                if self.normalized:
+                    logits = logits + f[:, None, :]
+            lse = torch.logsumexp(logits, dim=-1)
+            lp = logits.gather(-1, tgt.unsqueeze(-1)).squeeze(-1) - lse
+            if table is not None and not self.normalized:
+                lp = lp + f.gather(1, tgt)
+            for j, value in zip(batch, lp.masked_fill(~mask, 0.0).double().sum(dim=1).tolist()):
+                results[j] = value
         return [results[j] for j in back]
 
 
-    def _full(self, inp, tgt, mask, g, table) -> list[float]:
-        """Any model of the contract: logits at every position [B, T, V]."""
-        import torch
-
-        logits = self.model(inp).float()
-        if table is not None:
-            f = table[g]  # [B, V]
-            if self.normalized:
-                logits = logits + f[:, None, :]
-        lse = torch.logsumexp(logits, dim=-1)
-        lp = logits.gather(-1, tgt.unsqueeze(-1)).squeeze(-1) - lse
-        if table is not None and not self.normalized:
-            lp = lp + f.gather(1, tgt)
-        return lp.masked_fill(~mask, 0.0).double().sum(dim=1).tolist()
-
-    def _real_positions(self, inp, tgt, mask, g, table) -> list[float]:
-        """Models with ``hidden(ids, mask)`` and ``output`` (asrpriv.nnlm.model): the output
-        layer runs on real positions only, and the normalizer ``logsumexp_v`` once per distinct
-        history of the batch (hypotheses of one utterance share long prefixes; a causal model
-        gives a shared prefix the same state), in row blocks that stay in cache. The target's
-        logit is a dot product with its output row."""
-        import torch
-
-        states = self.model.hidden(inp, mask)  # [N_real, d], order of mask.nonzero()
-        pos = mask.nonzero()
-        row_of = pos[:, 0]
-        targets = tgt[mask]
-        # distinct histories: a trie over (factor group, <s> w1 .. w_t), built row by row
-        trie: dict[tuple, int] = {}
-        first: list[int] = []
-        inv: list[int] = []
-        inp_rows = inp.tolist()
-        lengths = mask.sum(dim=1).tolist()
-        groups = g.tolist() if g is not None else None
-        p = 0
-        for r, length in enumerate(lengths):
-            node = -1 - (groups[r] if groups is not None else 0)
-            ids = inp_rows[r]
-            for t in range(length):
-                key = (node, ids[t])
-                u = trie.get(key)
-                if u is None:
-                    u = trie[key] = len(first)
-                    first.append(p)
-                inv.append(u)
-                node = u
-                p += 1
-        device = states.device
-        first_t = torch.tensor(first, dtype=torch.long, device=device)
-        inv_t = torch.tensor(inv, dtype=torch.long, device=device)
-        ustates = states.index_select(0, first_t)
-        urow = row_of.index_select(0, first_t)
-        n_unique = ustates.shape[0]
-        lse = torch.empty(n_unique, dtype=torch.float32, device=device)
-        block = OUTPUT_BLOCK
-        for start in range(0, n_unique, block):
-            sl = slice(start, start + block)
-            logits = self.model.output(ustates[sl]).float()
-            if table is not None and self.normalized:
-                logits += table[g[urow[sl]]]
-            lse[sl] = torch.logsumexp(logits, dim=1)
-        out = self.model.output
-        tlogit = (states.float() * out.weight.float().index_select(0, targets)).sum(dim=1)
-        if out.bias is not None:
-            tlogit = tlogit + out.bias.float().index_select(0, targets)
-        lp = tlogit - lse.index_select(0, inv_t)
-        if table is not None:
-            lp = lp + table[g[row_of], targets]  # normalized: f(w) in the numerator; else added
-        sums = torch.zeros(inp.shape[0], dtype=torch.float64, device=device)
-        sums.index_add_(0, row_of, lp.double())
-        return sums.tolist()
-
-
-#: rows of the output layer computed at once (logits of 256 x |V| floats stay in cache)
+#: output-layer columns computed at once (``|V| x 256`` logits stay in the last-level cache)
 OUTPUT_BLOCK = 256
 
 
@@ -250,16 +275,3 @@ def _max_positions(config) -> int | None:
         if isinstance(value, int) and value > 0:
             return value
     return None
-
-
-def _has_hidden(model) -> bool:
-    """True if the model offers ``hidden(input_ids, mask)`` and an ``output`` layer."""
-    import inspect
-
-    hidden = getattr(model, "hidden", None)
-    if hidden is None or not callable(getattr(model, "output", None)):
-        return False
-    try:
-        return "mask" in inspect.signature(hidden).parameters
-    except (TypeError, ValueError):
-        return False

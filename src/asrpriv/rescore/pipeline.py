@@ -200,7 +200,8 @@ class Rescorer:
                             g = slot[path] = len(vectors)
                             vectors.append(self.factors.vector(path))
                     groups.extend([g] * len(utt.hyps))
-            nn_scores = self.nnlm.score(seqs, groups, vectors)
+            units = [u for u, utt in enumerate(chunk) for _ in utt.hyps]
+            nn_scores = self.nnlm.score(seqs, groups, vectors, units)
         elif layout.nnlm_from:
             i = layout.index[layout.nnlm_from]
             nn_scores = [_float(reader.path, h.lineno, layout.nnlm_from, h.values[i]) for h in hyps]
