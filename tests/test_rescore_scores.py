@@ -152,7 +152,8 @@ def test_prefix_forest_structure():
             seqs.append(base[:cut] + [rng.randrange(6) for _ in range(rng.randint(0, 3))])
             keys.append(u // 3)
     bos, eos = 100, 101
-    forest = PrefixForest(seqs, keys, bos, eos, max_nodes=20)
+    classes = [k % 2 for k in keys]
+    forest = PrefixForest(seqs, keys, bos, eos, max_nodes=20, classes=classes)
     history = {}
     for node in range(forest.n_nodes):
         path, p = [], node
@@ -172,6 +173,19 @@ def test_prefix_forest_structure():
         for t, node in enumerate(nodes):
             assert history[node] == (bos, *seq[:t])
         assert len(set(row_of[nodes])) == 1 and forest.row_key[row_of[nodes[0]]] == keys[s]
+    # history ids: equal exactly for equal (class, history), across rows
+    node_class = {}
+    for s, _seq in enumerate(seqs):
+        for n in forest.pos_node[forest.pos_seq == s]:
+            node_class[n] = classes[s]
+    ids = {}
+    for n in history:
+        ids.setdefault((node_class[n], history[n]), set()).add(int(forest.history[n]))
+    assert all(len(v) == 1 for v in ids.values())
+    assert len({next(iter(v)) for v in ids.values()}) == len(ids) == len(forest.history_node)
+    for h, n in enumerate(forest.history_node):
+        assert forest.history[n] == h
+    assert len(forest.history_node) < forest.n_nodes  # rows of one class share their roots
     # attention layout of every batch
     seen = []
     for rows in forest.batches(60):

@@ -67,19 +67,21 @@ class CausalBlock(nn.Module):
     def _ffn(self, x: torch.Tensor) -> torch.Tensor:
         return self.dropout(self.ff2(self.dropout(F.relu(self.ff1(self.norm2(x))))))
 
-    def forward_tree(self, x: torch.Tensor, real: torch.Tensor, rows: int, width: int,
+    def forward_tree(self, x: torch.Tensor, real: torch.Tensor, slots: torch.Tensor,
                      allowed: torch.Tensor) -> torch.Tensor:
         """Inference on prefix trees: ``x`` is [N, dim], the states of the N real nodes; node i
         sits at flat slot ``real[i]`` of a [rows, width] layout where ``allowed`` (bool
         [rows, 1, width, width]) lets a node attend to its ancestors and itself only.
+        ``slots`` is a zeroed [rows * width, 3 * dim] buffer (reused across blocks: only the
+        real slots are written, padding stays zero).
 
         Only attention needs the [rows, width] layout; the projections and the feed-forward run
         on the N real nodes. With ``allowed`` = causal mask of a single path this is
         :meth:`forward` on that sentence (no dropout: call in eval mode).
         """
         n, dim = x.shape
-        qkv = self.qkv(self.norm1(x))
-        slots = qkv.new_zeros(rows * width, 3 * dim).index_copy_(0, real, qkv)
+        rows, width = allowed.shape[0], allowed.shape[-1]
+        slots.index_copy_(0, real, self.qkv(self.norm1(x)))
         q, k, v = slots.view(rows, width, 3, self.heads, dim // self.heads).permute(2, 0, 3, 1, 4)
         att = F.scaled_dot_product_attention(q, k, v, attn_mask=allowed)
         att = att.transpose(1, 2).reshape(rows * width, dim).index_select(0, real)
@@ -153,8 +155,9 @@ class TransformerLM(nn.Module):
         """
         x = self.embedding(tokens) * math.sqrt(self.emb_dim)
         x = x + self.positions(int(depths.max()) + 1, x.device, x.dtype).index_select(0, depths)
+        slots = x.new_zeros(rows * width, 3 * self.emb_dim)
         for block in self.blocks:
-            x = block.forward_tree(x, real, rows, width, allowed)
+            x = block.forward_tree(x, real, slots, allowed)
         return self.norm(x)
 
 

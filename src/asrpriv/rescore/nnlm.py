@@ -79,6 +79,10 @@ class NnlmScorer:
 
         if device.startswith("cuda") and not torch.cuda.is_available():
             raise AsrprivError("--device cuda: no CUDA device is available")
+        if device == "cpu":
+            from asrpriv.allocator import retain_freed_blocks
+
+            retain_freed_blocks()
         self.model, self.vocab, self.config = load_model(path, device)
         self.model.eval()
         self.path = path
@@ -139,7 +143,7 @@ class NnlmScorer:
         from asrpriv.rescore.prefix_tree import PrefixForest
 
         keys = list(zip(units, groups)) if units is not None else groups
-        forest = PrefixForest(seqs, keys, self.vocab.bos_id, self.vocab.eos_id)
+        forest = PrefixForest(seqs, keys, self.vocab.bos_id, self.vocab.eos_id, classes=groups)
         device = self.device
         model = self.model
         as_tensor = lambda a: torch.from_numpy(a).to(device)  # noqa: E731
@@ -155,62 +159,77 @@ class NnlmScorer:
             states.index_copy_(0, nodes_t, h)
         if states is None:  # no sentences
             return []
-        # the group of each node (-1: none), from its row's key
-        row_group = [k[1] if units is not None else k for k in forest.row_key]
-        node_group = torch.from_numpy(np.repeat(np.array(row_group, dtype=np.int64) + 1,
-                                                forest.row_size)).to(device)
-        pos_node, pos_target = as_tensor(forest.pos_node), as_tensor(forest.pos_target)
-        target_logit, lse = self._output_layer(states, node_group, pos_node, pos_target, table)
-        lp = target_logit - lse.index_select(0, pos_node)
+        # the output layer runs once per distinct (group, history), on one node's state
+        row_group = np.array([k[1] if units is not None else k for k in forest.row_key], dtype=np.int64)
+        node_group = np.repeat(row_group + 1, forest.row_size)
+        hist_group = as_tensor(node_group[forest.history_node])
+        pos_hist = as_tensor(forest.history[forest.pos_node])
+        pos_target = as_tensor(forest.pos_target)
+        target_logit, lse = self._output_layer(states.index_select(0, as_tensor(forest.history_node)),
+                                               hist_group, pos_hist, pos_target, table)
+        lp = target_logit - lse.index_select(0, pos_hist)
         if table is not None:
             # normalized: f(w) in the numerator (lse includes the factors); else added
-            lp = lp + table[node_group.index_select(0, pos_node), pos_target]
+            lp = lp + table[hist_group.index_select(0, pos_hist), pos_target]
         sums = torch.zeros(len(seqs), dtype=torch.float64, device=device)
         sums.index_add_(0, as_tensor(forest.pos_seq), lp.double())
         return sums.tolist()
 
     def _output_layer(self, states, node_group, pos_node, pos_target, table):
-        """Target logits [P] and normalizers [N] (``logsumexp_v logit_v`` per node, with the
-        node's log-factors added first when normalized), computed as ``W @ states^T`` in column
-        blocks of ``OUTPUT_BLOCK`` nodes."""
+        """Target logits [P] and normalizers [N] of the nodes' output distributions.
+
+        ``logit_v = W_v . h + b_v`` and, normalized with factors, the normalizer is
+        ``logsumexp_v (logit_v + f_v)``. Computed as ``W @ states^T`` in column blocks of
+        ``OUTPUT_BLOCK`` nodes: ``log(sum(exp(logits)))``, where factors with every
+        ``|f_v| <= SCALE_LIMIT`` enter as weights, ``sum_v exp(logit_v) * exp(f_v)`` (one
+        matrix-vector product per factor group in the block, instead of an add pass). A column
+        whose sum overflows fp32 or is below ``MIN_SUM`` is recomputed as a max-shifted
+        ``logsumexp``.
+        """
         import torch
 
+        device = states.device
         out = self.model.output
         weight = out.weight.float()
         bias = out.bias.float().unsqueeze(1) if out.bias is not None else None
+        factors = table if (table is not None and self.normalized) else None
+        scale = None
+        if factors is not None and bool(factors.abs().max() <= SCALE_LIMIT):
+            scale = factors.exp()
         columns = states.float().t().contiguous()  # [d, N]
         n = columns.shape[1]
-        lse = torch.empty(n, dtype=torch.float32, device=states.device)
-        target_logit = torch.empty(len(pos_node), dtype=torch.float32, device=states.device)
+        lse = torch.empty(n, dtype=torch.float32, device=device)
+        target_logit = torch.empty(len(pos_node), dtype=torch.float32, device=device)
         order = torch.argsort(pos_node, stable=True)
         by_node = pos_node.index_select(0, order)
         targets = pos_target.index_select(0, order)
         edges = torch.searchsorted(by_node, torch.arange(0, n + OUTPUT_BLOCK, OUTPUT_BLOCK,
-                                                         device=states.device)).tolist()
-        add_factors = table is not None and self.normalized
+                                                         device=device)).tolist()
         for i, start in enumerate(range(0, n, OUTPUT_BLOCK)):
             cols = columns[:, start:start + OUTPUT_BLOCK]
             width = cols.shape[1]
             z = weight @ cols if bias is None else torch.addmm(bias, weight, cols)  # [V, width]
             a, b = edges[i], edges[i + 1]
             target_logit[order[a:b]] = z.view(-1)[targets[a:b] * width + (by_node[a:b] - start)]
-            if add_factors:
-                g = node_group[start:start + width]
-                if bool((g == g[0]).all()):
-                    z.add_(table[g[0]].unsqueeze(1))
+            g = node_group[start:start + width]
+            if factors is None:
+                total = z.exp_().sum(dim=0)
+            else:
+                groups, which = torch.unique(g, return_inverse=True)
+                if scale is not None:
+                    total = (scale.index_select(0, groups) @ z.exp_()).gather(0, which.unsqueeze(0)).squeeze(0)
                 else:
-                    z.add_(table.index_select(0, g).t())
-            total = z.exp_().sum(dim=0)
+                    z += factors.index_select(0, g).t()
+                    total = z.exp_().sum(dim=0)
             block_lse = total.log()
-            # exp overflowed (inf) or all terms were tiny: redo those columns max-shifted
-            bad = ~torch.isfinite(block_lse) | (total < 1e-25)
+            bad = ~torch.isfinite(block_lse) | (total < MIN_SUM)
             if bool(bad.any()):
                 idx = bad.nonzero().squeeze(1)
                 again = weight @ cols[:, idx]
                 if bias is not None:
                     again += bias
-                if add_factors:
-                    again += table.index_select(0, g.index_select(0, idx)).t()
+                if factors is not None:
+                    again += factors.index_select(0, g.index_select(0, idx)).t()
                 block_lse[idx] = torch.logsumexp(again, dim=0)
             lse[start:start + width] = block_lse
         return target_logit, lse
@@ -264,6 +283,11 @@ class NnlmScorer:
 
 #: output-layer columns computed at once (``|V| x 256`` logits stay in the last-level cache)
 OUTPUT_BLOCK = 256
+#: the largest |log-factor| that enters the normalizer as a weight exp(f)
+SCALE_LIMIT = 30.0
+#: a normalizer sum below this (fp32 terms may have lost precision) is recomputed max-shifted;
+#: with |f| <= 30 a term loses at most ~1e-25 absolute, so the relative error stays < 1e-8
+MIN_SUM = 1e-12
 
 
 def _max_positions(config) -> int | None:

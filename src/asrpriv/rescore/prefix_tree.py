@@ -21,6 +21,10 @@ from typing import Hashable, Sequence
 import numpy as np
 
 
+#: trie keys are ``parent * _SHIFT + token`` (token ids are below 2**32)
+_SHIFT = 1 << 32
+
+
 class PrefixForest:
     """The distinct histories of ``seqs``, as rows of tries.
 
@@ -32,6 +36,8 @@ class PrefixForest:
         max_nodes: a row is closed before a sentence that could take it past this many
             nodes (attention inside a row costs rows x width^2); a longer sentence gets a row
             of its own.
+        classes: per sentence, an int (e.g. its factor group, >= -1): nodes of different rows
+            with the same history and class share a *history* id (default: one class).
 
     Attributes:
         tokens, depths: int64 [N] per node.
@@ -40,10 +46,13 @@ class PrefixForest:
             contiguous node ranges).
         row_key: per row, its key.
         pos_node, pos_target, pos_seq: int64 [P] per scored position.
+        history: int64 [N], the node's history id (equal for equal (class, history) in any
+            row: their states, and so their output distributions, are the same).
+        history_node: int64 [H], a node of each history (its first).
     """
 
     def __init__(self, seqs: Sequence[Sequence[int]], row_keys: Sequence[Hashable], bos: int,
-                 eos: int, max_nodes: int = 512) -> None:
+                 eos: int, max_nodes: int = 512, classes: Sequence[int] | None = None) -> None:
         tokens: list[int] = []
         depths: list[int] = []
         parents: list[int] = []
@@ -53,8 +62,13 @@ class PrefixForest:
         pos_node: list[int] = []
         pos_target: list[int] = []
         pos_seq: list[int] = []
-        trie: dict = {}  # the open row's {(parent node, token): node}
+        trie: dict = {}  # the open row's {parent node * SHIFT + token: node}
+        histories: dict = {}  # {parent history * SHIFT + token: history}, across rows
+        node_history: list[int] = []
+        history_node: list[int] = []
         r = -1
+        if classes is None:
+            classes = [0] * len(seqs)
         for s, (seq, key) in enumerate(zip(seqs, row_keys)):
             if r < 0 or key != self.row_key[r] or row_size[r] + len(seq) + 1 > max_nodes:
                 row_start.append(len(tokens))
@@ -62,19 +76,25 @@ class PrefixForest:
                 self.row_key.append(key)
                 trie = {}
                 r += 1
-            node, token = -1, bos
-            for t in range(len(seq) + 1):
-                child = trie.get((node, token))
+            node = -1
+            for depth, token in enumerate((bos, *seq)):
+                step = node * _SHIFT + token
+                child = trie.get(step)
                 if child is None:
-                    child = trie[(node, token)] = len(tokens)
+                    child = trie[step] = len(tokens)
                     tokens.append(token)
-                    depths.append(t)
+                    depths.append(depth)
                     parents.append(node)
+                    up = node_history[node] if node >= 0 else -2 - classes[s]
+                    h = histories.setdefault(up * _SHIFT + token, len(history_node))
+                    if h == len(history_node):
+                        history_node.append(child)
+                    node_history.append(h)
                 node = child
                 pos_node.append(node)
-                token = seq[t] if t < len(seq) else eos
-                pos_target.append(token)
-                pos_seq.append(s)
+            pos_target.extend(seq)
+            pos_target.append(eos)
+            pos_seq.extend([s] * (len(seq) + 1))
             row_size[r] = len(tokens) - row_start[r]
         self.tokens = np.array(tokens, dtype=np.int64)
         self.depths = np.array(depths, dtype=np.int64)
@@ -84,6 +104,8 @@ class PrefixForest:
         self.pos_node = np.array(pos_node, dtype=np.int64)
         self.pos_target = np.array(pos_target, dtype=np.int64)
         self.pos_seq = np.array(pos_seq, dtype=np.int64)
+        self.history = np.array(node_history, dtype=np.int64)
+        self.history_node = np.array(history_node, dtype=np.int64)
 
     @property
     def n_nodes(self) -> int:
