@@ -71,7 +71,9 @@ Weights from tune-weights: --weights FILE; options given on the command line win
 @click.option("--threads", type=click.IntRange(min=1), default=None,
               help="CPU threads for the NNLM (default: torch's choice).")
 @click.option("--batch-tokens", type=click.IntRange(min=1), default=4096, show_default=True,
-              help="Padded tokens per NNLM forward pass (rows x longest row).")
+              help="Padded positions per NNLM forward pass (rows x longest row); for a "
+                   "Transformer, prefix-tree nodes (each distinct history of an utterance's "
+                   "hypotheses is computed once).")
 @click.option("--chunk-utts", type=click.IntRange(min=1), default=256, show_default=True,
               help="Utterances read and scored together (bounds memory).")
 @output_option
