@@ -161,3 +161,28 @@ def test_train_only_output_refuses_tied_embeddings():
         train.set_trainable(model, "output")
     with torch.no_grad():
         assert math.isfinite(float(model(torch.tensor([[1, 3]])).sum()))
+
+
+def test_dropout_rate_scale_and_repeatability():
+    """The 16-bit-draw dropout: drop rate within 8e-6 of p (plus sampling noise), kept values
+    scaled so the expectation is preserved exactly, the same mask again after the same seed,
+    identity in eval mode."""
+    import torch
+
+    from asrpriv.nnlm.model import Dropout
+
+    drop = Dropout(0.1).train()
+    x = torch.ones(1000, 1003)  # numel not a multiple of 4
+    torch.manual_seed(7)
+    y = drop(x)
+    kept = y != 0
+    rate = 1 - float(kept.float().mean())
+    assert abs(rate - 0.1) < 5 * (0.1 * 0.9 / x.numel()) ** 0.5 + 8e-6
+    assert torch.all(y[kept] == drop.scale)
+    assert drop.keep / 65536 * drop.scale == 1.0  # unbiased: E[mask * scale] = 1
+    torch.manual_seed(7)
+    assert torch.equal(drop(x), y)
+    assert not torch.equal(drop(x), y)  # the generator moved on
+    drop.eval()
+    assert drop(x) is x
+    assert Dropout(0.0).train()(x) is x

@@ -31,6 +31,41 @@ DEFAULTS: dict[str, dict] = {
 }
 
 
+class Dropout(nn.Module):
+    """Inverted dropout whose CPU mask costs a third of ``nn.Dropout``'s.
+
+    On CPU, ``nn.Dropout`` draws one Bernoulli variate per element from torch's Mersenne
+    Twister (about 7 ns each, 13% of a training step of the paper's Transformer on 2 cores).
+    Here each element gets a 16-bit uniform draw, four per 64-bit random word: kept iff
+    ``draw < k`` with ``k = round((1 - p) * 65536)``, scaled by ``65536 / k``. So the scaling
+    is unbiased exactly (E[mask * scale] = 1) and the drop rate is ``1 - k/65536``, within
+    8e-6 of ``p``. Draws come from torch's default generator (``torch.manual_seed`` repeats
+    them). Other devices use ``F.dropout``. Same module interface as ``nn.Dropout`` (no state).
+    """
+
+    def __init__(self, p: float = 0.1) -> None:
+        super().__init__()
+        if not 0.0 <= p < 1.0:
+            raise ValueError(f"dropout probability must be in [0, 1), got {p}")
+        self.p = p
+        self.keep = round((1.0 - p) * 65536)
+        self.scale = 65536.0 / self.keep
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if not self.training or self.p == 0.0:
+            return x
+        if x.device.type != "cpu":
+            return F.dropout(x, self.p, True)
+        n = x.numel()
+        words = torch.empty((n + 3) // 4, dtype=torch.int64).random_(-2 ** 63, 2 ** 63 - 1)
+        draws = words.view(torch.int16)[:n].view(x.shape)  # uniform over -32768..32767
+        mask = (draws < self.keep - 32768).to(x.dtype) * self.scale
+        return x * mask
+
+    def extra_repr(self) -> str:
+        return f"p={self.p}"
+
+
 class CausalBlock(nn.Module):
     """Pre-norm decoder block: causal multi-head self-attention, then a ReLU feed-forward.
 
@@ -48,7 +83,7 @@ class CausalBlock(nn.Module):
         self.norm2 = nn.LayerNorm(dim)
         self.ff1 = nn.Linear(dim, ffn_dim)
         self.ff2 = nn.Linear(ffn_dim, dim)
-        self.dropout = nn.Dropout(dropout)
+        self.dropout = Dropout(dropout)
 
     def forward(self, x: torch.Tensor, real: torch.Tensor | None = None) -> torch.Tensor:
         """``x``: [B, T, dim]. ``real``: flat indices (into B*T) of the non-padding positions;
@@ -100,7 +135,7 @@ class TransformerLM(nn.Module):
             raise ValueError(f"embedding size {emb_dim} is not a multiple of {heads} heads")
         self.emb_dim = emb_dim
         self.embedding = nn.Embedding(vocab_size, emb_dim)
-        self.dropout = nn.Dropout(dropout)
+        self.dropout = Dropout(dropout)
         self.blocks = nn.ModuleList(CausalBlock(emb_dim, heads, ffn_dim, dropout) for _ in range(layers))
         self.norm = nn.LayerNorm(emb_dim)
         self.output = nn.Linear(emb_dim, vocab_size)
@@ -170,7 +205,7 @@ class LSTMLM(nn.Module):
         if tie_embeddings and emb_dim != hidden_dim:
             raise ValueError("tied embeddings need --emb-dim equal to --hidden-dim")
         self.embedding = nn.Embedding(vocab_size, emb_dim)
-        self.dropout = nn.Dropout(dropout)
+        self.dropout = Dropout(dropout)
         self.rnn = nn.LSTM(emb_dim, hidden_dim, layers, batch_first=True,
                            dropout=dropout if layers > 1 else 0.0)
         self.output = nn.Linear(hidden_dim, vocab_size)

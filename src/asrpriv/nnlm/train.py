@@ -22,7 +22,9 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from asrpriv.allocator import retain_freed_blocks
 from asrpriv.nnlm import losses
+from asrpriv.nnlm.linear_ce import linear_cross_entropy
 from asrpriv.nnlm.model import build_model, make_config
 from asrpriv.nnlm.score import encode_sentences, pad_batch
 from asrpriv.nnlm.vocab import Vocabulary, build_vocabulary
@@ -180,6 +182,13 @@ def batch_loss(model: torch.nn.Module, inputs: torch.Tensor, targets: torch.Tens
             nll, weights = nll[mask], weights[mask]
         return (nll * weights).sum() / denominator, nll
     states = model.hidden(inputs, mask)
+    if torch.is_grad_enabled() and isinstance(model.output, torch.nn.Linear):
+        # training: output layer + cross-entropy with the gradient built in (linear_ce)
+        nll = linear_cross_entropy(states, model.output.weight, model.output.bias, targets[mask])
+        if weights is None:
+            total = nll.sum()
+            return total / denominator, total.detach().reshape(1)
+        return (nll * weights[mask]).sum() / denominator, nll.detach()
     if weights is None:  # uniform weights: one fused sum, no per-target vector
         total = F.cross_entropy(model.output(states), targets[mask], reduction="sum")
         return total / denominator, total.detach().reshape(1)
@@ -271,6 +280,8 @@ def train_lm(model: torch.nn.Module, vocab: Vocabulary, sentences: Sequence[Sequ
     if seed is not None:
         torch.manual_seed(seed)
     params = set_trainable(model, train_only)
+    if next(model.parameters()).device.type == "cpu":
+        retain_freed_blocks()  # every step allocates [tokens, |V|] blocks: no page-fault zero-fill
     # foreach: one multi-tensor update per step instead of a Python loop over parameters
     if optimizer == "sgd":
         opt = torch.optim.SGD(params, lr=lr, foreach=True)
