@@ -12,6 +12,9 @@ strictly causal, so right padding never changes the logits of earlier positions.
 The output layer is always the submodule named ``output`` (an ``nn.Linear``) applied to
 ``model.hidden(input_ids)``: fine-tuning "the output layer only" (seed 003) trains exactly
 ``output.*``, and training computes the output layer only at real (unpadded) positions.
+:meth:`TransformerLM.tree_hidden` computes the states of prefix-tree nodes (rescore-nbest:
+each distinct history of an N-best list once). Dropout is :class:`Dropout` (cheaper CPU masks
+than ``nn.Dropout``, same role; no state, so model files are unchanged).
 """
 
 from __future__ import annotations
