@@ -100,11 +100,14 @@ def test_nnlm_batched_equals_brute_force(which, model_path, lstm_path):
 
 
 @pytest.mark.parametrize("budget", [1, 300, 100000])
-def test_prefix_trees_equal_brute_force_on_real_nbest(model_path, budget):
+def test_prefix_trees_equal_brute_force_on_real_nbest(model_path, budget, monkeypatch):
     """Whole N-best lists, whose hypotheses share prefixes, scored as prefix trees (one state
     per distinct history) equal one-sentence-at-a-time scores, with and without units."""
+    from asrpriv.nnlm import model as model_module
     from asrpriv.rescore.nnlm import NnlmScorer
 
+    if budget == 300:  # attention of wide rows in query chunks
+        monkeypatch.setattr(model_module, "TREE_QUERY_CHUNK", 5)
     scorer = NnlmScorer(str(model_path), batch_tokens=budget)
     hyps, units = _nbest()
     seqs = [scorer.encode(h) for h in hyps]

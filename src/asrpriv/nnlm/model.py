@@ -34,6 +34,10 @@ DEFAULTS: dict[str, dict] = {
 }
 
 
+#: query positions per attention call on prefix trees (:meth:`CausalBlock.forward_tree`)
+TREE_QUERY_CHUNK = 32
+
+
 class Dropout(nn.Module):
     """Inverted dropout whose CPU mask costs a third of ``nn.Dropout``'s.
 
@@ -121,7 +125,16 @@ class CausalBlock(nn.Module):
         rows, width = allowed.shape[0], allowed.shape[-1]
         slots.index_copy_(0, real, self.qkv(self.norm1(x)))
         q, k, v = slots.view(rows, width, 3, self.heads, dim // self.heads).permute(2, 0, 3, 1, 4)
-        att = F.scaled_dot_product_attention(q, k, v, attn_mask=allowed)
+        if width <= 2 * TREE_QUERY_CHUNK:
+            att = F.scaled_dot_product_attention(q, k, v, attn_mask=allowed)
+        else:
+            # parents precede children in a row, so queries [c, c + chunk) need keys [0, c + chunk)
+            # only: about half the work of one dense width x width attention
+            att = torch.cat([
+                F.scaled_dot_product_attention(q[:, :, c:c + TREE_QUERY_CHUNK], k[:, :, :c + TREE_QUERY_CHUNK],
+                                               v[:, :, :c + TREE_QUERY_CHUNK],
+                                               attn_mask=allowed[:, :, c:c + TREE_QUERY_CHUNK, :c + TREE_QUERY_CHUNK])
+                for c in range(0, width, TREE_QUERY_CHUNK)], dim=2)
         att = att.transpose(1, 2).reshape(rows * width, dim).index_select(0, real)
         x = x + self.proj(att)
         hidden = torch.relu_(self.ff1(self.norm2(x)))
