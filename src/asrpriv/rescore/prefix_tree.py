@@ -1,7 +1,7 @@
 """Prefix trees of N-best hypotheses: every distinct history is computed once.
 
-Hypotheses of one utterance share long prefixes (on the bundled AMI 20-best lists only 41% of
-the scored positions have a history no other hypothesis of the utterance has). A causal LM gives
+Hypotheses of one utterance share long prefixes (on the bundled AMI dev 20-best lists the
+241,659 scored positions have 100,652 distinct histories within their utterances, 42%). A causal LM gives
 a shared history the same state and the same next-word distribution, so a scorer needs one
 model state, and one softmax normalizer, per *distinct* history.
 
@@ -31,7 +31,8 @@ class PrefixForest:
     Args:
         seqs: word ids of each sentence (no ``<s>``/``</s>``).
         row_keys: per sentence, what must match for two sentences to share histories (e.g.
-            ``(utterance, factor group)``); equal keys need not be adjacent.
+            ``(utterance, factor group)``); only adjacent sentences with equal keys share
+            a row.
         bos: the ``<s>`` id; eos: the ``</s>`` id.
         max_nodes: a row is closed before a sentence that could take it past this many
             nodes (attention inside a row costs rows x width^2); a longer sentence gets a row
