@@ -132,8 +132,7 @@ def main() -> None:
           f"{threads} thread(s), torch {torch.__version__}")
 
     def worker(kind: str) -> float:
-        cmd = [sys.executable, __file__, "--worker", kind] + [
-            a for a in sys.argv[1:]]
+        cmd = [sys.executable, __file__, "--worker", kind] + sys.argv[1:]
         out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
         return float(out.strip().splitlines()[-1])
 

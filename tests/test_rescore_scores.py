@@ -188,12 +188,15 @@ def test_prefix_forest_structure():
     assert len({next(iter(v)) for v in ids.values()}) == len(ids) == len(forest.history_node)
     for h, n in enumerate(forest.history_node):
         assert forest.history[n] == h
+    for n in history:
+        assert forest.history_class[forest.history[n]] == node_class[n]
     assert len(forest.history_node) < forest.n_nodes  # rows of one class share their roots
     # attention layout of every batch
     seen = []
     for rows in forest.batches(60):
         assert len(rows) == 1 or forest.row_size[rows].max() * len(rows) <= 60
-        nodes, slots, width, allowed = forest.layout(rows)
+        nodes, slots, allowed = forest.layout(rows)
+        width = allowed.shape[-1]
         seen.extend(nodes)
         slot_of = dict(zip(nodes.tolist(), slots.tolist()))
         flat = allowed.reshape(-1, width)

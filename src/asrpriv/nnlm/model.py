@@ -121,7 +121,7 @@ class CausalBlock(nn.Module):
         on the N real nodes. With ``allowed`` = causal mask of a single path this is
         :meth:`forward` on that sentence (no dropout: call in eval mode).
         """
-        n, dim = x.shape
+        dim = x.shape[1]
         rows, width = allowed.shape[0], allowed.shape[-1]
         slots.index_copy_(0, real, self.qkv(self.norm1(x)))
         q, k, v = slots.view(rows, width, 3, self.heads, dim // self.heads).permute(2, 0, 3, 1, 4)
@@ -195,7 +195,7 @@ class TransformerLM(nn.Module):
         return self.norm(x.reshape(-1, self.emb_dim).index_select(0, real))
 
     def tree_hidden(self, tokens: torch.Tensor, depths: torch.Tensor, real: torch.Tensor,
-                    rows: int, width: int, allowed: torch.Tensor) -> torch.Tensor:
+                    allowed: torch.Tensor) -> torch.Tensor:
         """Final-norm states [N, emb_dim] of the nodes of prefix trees (inference only).
 
         A node stands for a history ``<s> w1 .. wt``: ``tokens`` [N] holds its last token
@@ -206,7 +206,7 @@ class TransformerLM(nn.Module):
         """
         x = self.embedding(tokens) * math.sqrt(self.emb_dim)
         x = x + self.positions(int(depths.max()) + 1, x.device, x.dtype).index_select(0, depths)
-        slots = x.new_zeros(rows * width, 3 * self.emb_dim)
+        slots = x.new_zeros(allowed.shape[0] * allowed.shape[-1], 3 * self.emb_dim)
         for block in self.blocks:
             x = block.forward_tree(x, real, slots, allowed)
         return self.norm(x)

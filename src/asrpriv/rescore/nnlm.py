@@ -150,19 +150,17 @@ class NnlmScorer:
         tokens, depths = as_tensor(forest.tokens), as_tensor(forest.depths)
         states = None
         for rows in forest.batches(self.batch_tokens):
-            nodes, slots, width, allowed = forest.layout(rows)
+            nodes, slots, allowed = forest.layout(rows)
             nodes_t = as_tensor(nodes)
-            h = model.tree_hidden(tokens[nodes_t], depths[nodes_t], as_tensor(slots), len(rows),
-                                  width, as_tensor(allowed).unsqueeze(1))
+            h = model.tree_hidden(tokens[nodes_t], depths[nodes_t], as_tensor(slots),
+                                  as_tensor(allowed).unsqueeze(1))
             if states is None:
                 states = h.new_empty(forest.n_nodes, h.shape[1])
             states.index_copy_(0, nodes_t, h)
         if states is None:  # no sentences
             return []
         # the output layer runs once per distinct (group, history), on one node's state
-        row_group = np.array([k[1] if units is not None else k for k in forest.row_key], dtype=np.int64)
-        node_group = np.repeat(row_group + 1, forest.row_size)
-        hist_group = as_tensor(node_group[forest.history_node])
+        hist_group = as_tensor(forest.history_class + 1)
         pos_hist = as_tensor(forest.history[forest.pos_node])
         pos_target = as_tensor(forest.pos_target)
         target_logit, lse = self._output_layer(states.index_select(0, as_tensor(forest.history_node)),

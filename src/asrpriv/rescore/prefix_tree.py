@@ -50,6 +50,7 @@ class PrefixForest:
         history: int64 [N], the node's history id (equal for equal (class, history) in any
             row: their states, and so their output distributions, are the same).
         history_node: int64 [H], a node of each history (its first).
+        history_class: int64 [H], each history's class.
     """
 
     def __init__(self, seqs: Sequence[Sequence[int]], row_keys: Sequence[Hashable], bos: int,
@@ -67,6 +68,7 @@ class PrefixForest:
         histories: dict = {}  # {parent history * SHIFT + token: history}, across rows
         node_history: list[int] = []
         history_node: list[int] = []
+        history_class: list[int] = []
         r = -1
         if classes is None:
             classes = [0] * len(seqs)
@@ -90,6 +92,7 @@ class PrefixForest:
                     h = histories.setdefault(up * _SHIFT + token, len(history_node))
                     if h == len(history_node):
                         history_node.append(child)
+                        history_class.append(classes[s])
                     node_history.append(h)
                 node = child
                 pos_node.append(node)
@@ -107,6 +110,7 @@ class PrefixForest:
         self.pos_seq = np.array(pos_seq, dtype=np.int64)
         self.history = np.array(node_history, dtype=np.int64)
         self.history_node = np.array(history_node, dtype=np.int64)
+        self.history_class = np.array(history_class, dtype=np.int64)
 
     @property
     def n_nodes(self) -> int:
@@ -128,14 +132,14 @@ class PrefixForest:
             groups.append(order[start:])
         return groups
 
-    def layout(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, int, np.ndarray]:
-        """The attention layout of a group of rows.
+    def layout(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The attention layout of a group of rows; its width is the largest row's size.
 
         Returns:
-            ``(nodes, slots, width, allowed)``: the node indices of the group (row after row),
-            each node's flat slot in the [len(rows), width] layout, the width (largest row),
-            and ``allowed`` (bool [len(rows), width, width]): slot i may attend to slot j iff
-            j is i's ancestor or i itself (padding slots attend to themselves only).
+            ``(nodes, slots, allowed)``: the node indices of the group (row after row), each
+            node's flat slot in the [len(rows), width] layout, and ``allowed`` (bool
+            [len(rows), width, width]): slot i may attend to slot j iff j is i's ancestor or
+            i itself (padding slots attend to themselves only).
         """
         sizes = self.row_size[rows]
         width = int(sizes.max())
@@ -154,4 +158,4 @@ class PrefixForest:
         for d in range(1, int(depth.max()) + 1 if len(depth) else 0):
             at = depth == d
             allowed[slots[at]] |= allowed[parent_slot[at]]
-        return nodes, slots, width, allowed.reshape(n_rows, width, width)
+        return nodes, slots, allowed.reshape(n_rows, width, width)
