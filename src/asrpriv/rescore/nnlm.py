@@ -177,12 +177,14 @@ class NnlmScorer:
         """Target logits [P] and normalizers [N] of the nodes' output distributions.
 
         ``logit_v = W_v . h + b_v`` and, normalized with factors, the normalizer is
-        ``logsumexp_v (logit_v + f_v)``. Computed as ``W @ states^T`` in column blocks of
-        ``OUTPUT_BLOCK`` nodes: ``log(sum(exp(logits)))``, where factors with every
-        ``|f_v| <= SCALE_LIMIT`` enter as weights, ``sum_v exp(logit_v) * exp(f_v)`` (one
-        matrix-vector product per factor group in the block, instead of an add pass). A column
-        whose sum overflows fp32 or is below ``MIN_SUM`` is recomputed as a max-shifted
-        ``logsumexp``.
+        ``logsumexp_v (logit_v + f_v)``, computed as ``log(sum(exp(logits)))``. The logits
+        of a block of ``OUTPUT_BLOCK`` nodes are made ``OUTPUT_ROWS`` vocabulary rows at a
+        time (``W[rows] @ states^T``, a tile that stays in the core's cache while it is
+        exponentiated and summed). Factors with every ``|f_v| <= SCALE_LIMIT`` enter as
+        weights, ``sum_v exp(logit_v) * exp(f_v)`` (one matrix-vector product per factor group
+        and tile, instead of an add pass). A node whose sum overflows fp32 or is below
+        ``MIN_SUM`` is recomputed as a max-shifted ``logsumexp``. Target logits are the dot
+        products ``W_t . h + b_t`` of each scored position.
         """
         import torch
 
@@ -194,31 +196,32 @@ class NnlmScorer:
         scale = None
         if factors is not None and bool(factors.abs().max() <= SCALE_LIMIT):
             scale = factors.exp()
-        columns = states.float().t().contiguous()  # [d, N]
-        n = columns.shape[1]
+        states = states.float()
+        columns = states.t().contiguous()  # [d, N]
+        n, vocab = columns.shape[1], weight.shape[0]
         lse = torch.empty(n, dtype=torch.float32, device=device)
-        target_logit = torch.empty(len(pos_node), dtype=torch.float32, device=device)
-        order = torch.argsort(pos_node, stable=True)
-        by_node = pos_node.index_select(0, order)
-        targets = pos_target.index_select(0, order)
-        edges = torch.searchsorted(by_node, torch.arange(0, n + OUTPUT_BLOCK, OUTPUT_BLOCK,
-                                                         device=device)).tolist()
-        for i, start in enumerate(range(0, n, OUTPUT_BLOCK)):
+        for start in range(0, n, OUTPUT_BLOCK):
             cols = columns[:, start:start + OUTPUT_BLOCK]
             width = cols.shape[1]
-            z = weight @ cols if bias is None else torch.addmm(bias, weight, cols)  # [V, width]
-            a, b = edges[i], edges[i + 1]
-            target_logit[order[a:b]] = z.view(-1)[targets[a:b] * width + (by_node[a:b] - start)]
             g = node_group[start:start + width]
-            if factors is None:
-                total = z.exp_().sum(dim=0)
-            else:
+            if scale is not None:
                 groups, which = torch.unique(g, return_inverse=True)
+                weights = scale.index_select(0, groups)  # [G, V]
+                total = torch.zeros(len(groups), width, device=device)  # per group, then picked
+            else:
+                total = torch.zeros(width, device=device)
+            for row in range(0, vocab, OUTPUT_ROWS):
+                w = weight[row:row + OUTPUT_ROWS]
+                z = w @ cols if bias is None else torch.addmm(bias[row:row + OUTPUT_ROWS], w, cols)
                 if scale is not None:
-                    total = (scale.index_select(0, groups) @ z.exp_()).gather(0, which.unsqueeze(0)).squeeze(0)
+                    total += weights[:, row:row + OUTPUT_ROWS] @ z.exp_()
+                elif factors is not None:
+                    z += factors[:, row:row + OUTPUT_ROWS].index_select(0, g).t()
+                    total += z.exp_().sum(dim=0)
                 else:
-                    z += factors.index_select(0, g).t()
-                    total = z.exp_().sum(dim=0)
+                    total += z.exp_().sum(dim=0)
+            if scale is not None:
+                total = total.gather(0, which.unsqueeze(0)).squeeze(0)
             block_lse = total.log()
             bad = ~torch.isfinite(block_lse) | (total < MIN_SUM)
             if bool(bad.any()):
@@ -230,6 +233,13 @@ class NnlmScorer:
                     again += factors.index_select(0, g.index_select(0, idx)).t()
                 block_lse[idx] = torch.logsumexp(again, dim=0)
             lse[start:start + width] = block_lse
+        # target logits, a block of positions at a time (a [positions, d] gather of W rows)
+        target_logit = torch.empty(len(pos_node), dtype=torch.float32, device=device)
+        step = OUTPUT_BLOCK * 4
+        for start in range(0, len(pos_node), step):
+            t = pos_target[start:start + step]
+            dots = (weight.index_select(0, t) * states.index_select(0, pos_node[start:start + step])).sum(dim=1)
+            target_logit[start:start + step] = dots if bias is None else dots + bias.squeeze(1).index_select(0, t)
         return target_logit, lse
 
     def _padded(self, seqs, groups, table) -> list[float]:
@@ -279,8 +289,10 @@ class NnlmScorer:
         return [results[j] for j in back]
 
 
-#: output-layer columns computed at once (``|V| x 256`` logits stay in the last-level cache)
-OUTPUT_BLOCK = 256
+#: output-layer columns (nodes) per block, and vocabulary rows per tile of a block: a
+#: 1024 x 512 fp32 tile (2 MiB) is exponentiated and summed while it is in cache
+OUTPUT_BLOCK = 512
+OUTPUT_ROWS = 1024
 #: the largest |log-factor| that enters the normalizer as a weight exp(f)
 SCALE_LIMIT = 30.0
 #: a normalizer sum below this (fp32 terms may have lost precision) is recomputed max-shifted;

@@ -8,14 +8,16 @@ model state, and one softmax normalizer, per *distinct* history.
 A :class:`PrefixForest` holds the histories of many sentences as nodes: node ``<s> w1 .. wt``
 has token ``wt`` (``<s>`` at a root), depth ``t`` and its parent ``<s> w1 .. w(t-1)``. Nodes
 live in *rows*: one trie per row, built from consecutive sentences with the same row key
-(utterance and factor group), closed when it would grow past ``max_nodes``. Within a row,
-parents come before children, so the ancestor mask of a row is lower-triangular. A sentence
+(utterance and factor group), cut into several rows where it would grow past ``max_nodes``.
+Within a row, parents come before children, so the ancestor mask of a row is
+lower-triangular. The tries are built with array operations, one depth at a time. A sentence
 ``w1 .. wn`` is scored at n+1 *positions*: (node ``<s> w1 .. w(t-1)``, target ``wt``) for
 t = 1..n and (node ``<s> w1 .. wn``, target ``</s>``).
 """
 
 from __future__ import annotations
 
+from itertools import chain
 from typing import Hashable, Sequence
 
 import numpy as np
@@ -34,9 +36,9 @@ class PrefixForest:
             ``(utterance, factor group)``); only adjacent sentences with equal keys share
             a row.
         bos: the ``<s>`` id; eos: the ``</s>`` id.
-        max_nodes: a row is closed before a sentence that could take it past this many
-            nodes (attention inside a row costs rows x width^2); a longer sentence gets a row
-            of its own.
+        max_nodes: the most nodes of a row (attention inside a row costs rows x width^2):
+            a run of equal keys whose trie has more is cut, a new row starting before a
+            sentence that could take the row past it; a longer sentence gets a row of its own.
         classes: per sentence, an int (e.g. its factor group, >= -1): nodes of different rows
             with the same history and class share a *history* id (default: one class).
 
@@ -55,62 +57,113 @@ class PrefixForest:
 
     def __init__(self, seqs: Sequence[Sequence[int]], row_keys: Sequence[Hashable], bos: int,
                  eos: int, max_nodes: int = 512, classes: Sequence[int] | None = None) -> None:
-        tokens: list[int] = []
-        depths: list[int] = []
-        parents: list[int] = []
-        row_start: list[int] = []
-        row_size: list[int] = []
-        self.row_key: list = []
-        pos_node: list[int] = []
-        pos_target: list[int] = []
-        pos_seq: list[int] = []
-        trie: dict = {}  # the open row's {parent node * SHIFT + token: node}
-        histories: dict = {}  # {parent history * SHIFT + token: history}, across rows
-        node_history: list[int] = []
-        history_node: list[int] = []
-        history_class: list[int] = []
-        r = -1
+        n = len(seqs)
         if classes is None:
-            classes = [0] * len(seqs)
-        for s, (seq, key) in enumerate(zip(seqs, row_keys)):
-            if r < 0 or key != self.row_key[r] or row_size[r] + len(seq) + 1 > max_nodes:
-                row_start.append(len(tokens))
-                row_size.append(0)
+            classes = [0] * n
+        # one flat array of scored positions, sentence after sentence: position t of sentence s
+        # stands at node <s> w1 .. wt (token wt, <s> at t = 0) and predicts w(t+1) (</s> last)
+        lengths = np.fromiter((len(seq) + 1 for seq in seqs), dtype=np.int64, count=n)
+        total = int(lengths.sum())
+        self.pos_target = np.fromiter(chain.from_iterable((*seq, eos) for seq in seqs),
+                                      dtype=np.int64, count=total)
+        first = np.zeros(n + 1, dtype=np.int64)
+        np.cumsum(lengths, out=first[1:])
+        self.pos_seq = np.repeat(np.arange(n, dtype=np.int64), lengths)
+        pos_token = np.empty(total, dtype=np.int64)
+        pos_token[first[:-1]] = bos
+        starts = np.ones(total, dtype=bool)
+        starts[first[:-1]] = False
+        pos_token[starts] = self.pos_target[np.flatnonzero(starts) - 1]
+        pos_depth = np.arange(total, dtype=np.int64) - np.repeat(first[:-1], lengths)
+
+        # rows: runs of equal keys; a run whose trie outgrows max_nodes is cut sentence by sentence
+        seq_row = np.zeros(n, dtype=np.int64)
+        self.row_key: list = []
+        for s, key in enumerate(row_keys):
+            if not self.row_key or key != self.row_key[-1]:
                 self.row_key.append(key)
-                trie = {}
-                r += 1
-            node = -1
-            for depth, token in enumerate((bos, *seq)):
-                step = node * _SHIFT + token
-                child = trie.get(step)
-                if child is None:
-                    child = trie[step] = len(tokens)
-                    tokens.append(token)
-                    depths.append(depth)
-                    parents.append(node)
-                    up = node_history[node] if node >= 0 else -2 - classes[s]
-                    h = histories.setdefault(up * _SHIFT + token, len(history_node))
-                    if h == len(history_node):
-                        history_node.append(child)
-                        history_class.append(classes[s])
-                    node_history.append(h)
-                node = child
-                pos_node.append(node)
-            pos_target.extend(seq)
-            pos_target.append(eos)
-            pos_seq.extend([s] * (len(seq) + 1))
-            row_size[r] = len(tokens) - row_start[r]
-        self.tokens = np.array(tokens, dtype=np.int64)
-        self.depths = np.array(depths, dtype=np.int64)
-        self.parents = np.array(parents, dtype=np.int64)
-        self.row_start = np.array(row_start, dtype=np.int64)
-        self.row_size = np.array(row_size, dtype=np.int64)
-        self.pos_node = np.array(pos_node, dtype=np.int64)
-        self.pos_target = np.array(pos_target, dtype=np.int64)
-        self.pos_seq = np.array(pos_seq, dtype=np.int64)
-        self.history = np.array(node_history, dtype=np.int64)
-        self.history_node = np.array(history_node, dtype=np.int64)
-        self.history_class = np.array(history_class, dtype=np.int64)
+            seq_row[s] = len(self.row_key) - 1
+        built = self._build(pos_token, pos_depth, seq_row, classes)
+        sizes = np.bincount(built[0], minlength=len(self.row_key))
+        if (sizes > max_nodes).any():
+            seq_row = self._cut_rows(seqs, seq_row, sizes > max_nodes, max_nodes)
+            built = self._build(pos_token, pos_depth, seq_row, classes)
+        (node_row, self.tokens, self.depths, self.parents, self.pos_node, self.history,
+         self.history_node, self.history_class) = built
+        self.row_size = np.bincount(node_row, minlength=len(self.row_key)).astype(np.int64)
+        self.row_start = np.zeros(len(self.row_size), dtype=np.int64)
+        np.cumsum(self.row_size[:-1], out=self.row_start[1:])
+
+    def _build(self, pos_token, pos_depth, seq_row, classes):
+        """The tries, given each sentence's row: depth by depth, the distinct (parent, token)
+        pairs of a depth are its new nodes, and the distinct (parent's history, token) pairs
+        their histories. Nodes are then numbered by (row, depth): a row's parents come first.
+
+        Returns ``(node_row, tokens, depths, parents, pos_node, history, history_node,
+        history_class)``, nodes in their final order.
+        """
+        seq_class = np.asarray(classes, dtype=np.int64)
+        pos_row = seq_row[self.pos_seq]
+        order = np.argsort(pos_depth, kind="stable")  # positions depth by depth
+        depth_end = np.searchsorted(pos_depth[order], np.arange(1, int(pos_depth.max(initial=-1)) + 2))
+        pos_node = np.empty(len(pos_token), dtype=np.int64)  # node ids in order of creation
+        made_at: list[np.ndarray] = []  # per depth, a position of each new node
+        hist_at: list[np.ndarray] = []  # per depth, the history of each new node
+        hist_first: list[np.ndarray] = []  # per depth, the first node of each new history
+        n_nodes = n_hist = 0
+        lo = 0
+        for depth, hi in enumerate(depth_end):
+            pos = order[lo:hi]
+            lo = hi
+            key = pos_row[pos] if depth == 0 else pos_node[pos - 1] * _SHIFT + pos_token[pos]
+            _, at, inv = np.unique(key, return_index=True, return_inverse=True)
+            pos_node[pos] = n_nodes + inv
+            made = pos[at]
+            if depth == 0:  # a root's history is its class's <s>
+                hkey = seq_class[self.pos_seq[made]]
+            else:  # parents are the previous depth's nodes, numbered from n_nodes - len(parent_hist)
+                parent_hist = hist_at[-1]
+                hkey = parent_hist[pos_node[made - 1] - (n_nodes - len(parent_hist))] * _SHIFT + pos_token[made]
+            _, hat, hinv = np.unique(hkey, return_index=True, return_inverse=True)
+            hist_at.append(n_hist + hinv)
+            hist_first.append(n_nodes + hat)
+            made_at.append(made)
+            n_nodes += len(made)
+            n_hist += len(hat)
+        empty = np.empty(0, dtype=np.int64)
+        made = np.concatenate(made_at) if made_at else empty
+        rank = np.lexsort((pos_depth[made], pos_row[made]))  # final order -> creation id
+        renumber = np.empty(n_nodes, dtype=np.int64)
+        renumber[rank] = np.arange(n_nodes)
+        made = made[rank]
+        depths = pos_depth[made]
+        parents = np.where(depths > 0, renumber[pos_node[made - 1]], -1) if n_nodes else empty
+        history = np.concatenate(hist_at)[rank] if n_nodes else empty
+        history_node = renumber[np.concatenate(hist_first)] if n_nodes else empty
+        history_class = seq_class[self.pos_seq[made[history_node]]] if n_nodes else empty
+        return (pos_row[made], pos_token[made], depths, parents, renumber[pos_node], history,
+                history_node, history_class)
+
+    def _cut_rows(self, seqs, seq_row, too_big, max_nodes):
+        """Cut each row flagged in ``too_big``: a new row starts before a sentence that could
+        take it past ``max_nodes`` nodes (a longer sentence gets a row of its own)."""
+        keys, self.row_key = self.row_key, []
+        out = np.empty_like(seq_row)
+        size, trie, last = 0, set(), -1
+        for s, seq in enumerate(seqs):
+            r = int(seq_row[s])
+            if r != last or (too_big[r] and size + len(seq) + 1 > max_nodes):
+                self.row_key.append(keys[r])
+                size, trie, last = 0, set(), r
+            out[s] = len(self.row_key) - 1
+            if too_big[r]:
+                prefix: tuple = ()
+                for token in (None, *seq):  # None: the root <s>
+                    prefix += (token,)
+                    if prefix not in trie:
+                        trie.add(prefix)
+                        size += 1
+        return out
 
     @property
     def n_nodes(self) -> int:
