@@ -23,9 +23,10 @@ def _reference(h, w, b, t):
     return F.cross_entropy(F.linear(h, w, b), t, reduction="none")
 
 
+@pytest.mark.parametrize("n", [37, 40])  # 37: padded to 40 columns inside (asrpriv.nnlm.gemm)
 @pytest.mark.parametrize("scale", [1.0, 40.0])  # 40: logits far beyond exp's fp32 range
-def test_values_and_gradients_equal_autograd(scale):
-    h, w, b, t = _inputs(scale=scale)
+def test_values_and_gradients_equal_autograd(scale, n):
+    h, w, b, t = _inputs(n=n, scale=scale)
     weights = torch.rand(len(t), generator=torch.Generator().manual_seed(1), dtype=h.dtype)
     got_params = [x.clone().requires_grad_() for x in (h, w, b)]
     ref_params = [x.clone().requires_grad_() for x in (h, w, b)]

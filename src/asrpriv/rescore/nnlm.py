@@ -31,6 +31,7 @@ from typing import Sequence
 import numpy as np
 
 from asrpriv.errors import AsrprivError, InputError
+from asrpriv.nnlm.gemm import padded_columns
 
 
 def plan_batches(lengths: Sequence[int], batch_tokens: int) -> list[list[int]]:
@@ -197,10 +198,15 @@ class NnlmScorer:
         if factors is not None and bool(factors.abs().max() <= SCALE_LIMIT):
             scale = factors.exp()
         states = states.float()
-        columns = states.t().contiguous()  # [d, N]
-        n, vocab = columns.shape[1], weight.shape[0]
-        lse = torch.empty(n, dtype=torch.float32, device=device)
-        for start in range(0, n, OUTPUT_BLOCK):
+        n, vocab = states.shape[0], weight.shape[0]
+        # [d, N] padded with zero columns (asrpriv.nnlm.gemm: ~1.7x faster products)
+        padded = padded_columns(n)
+        columns = states.new_zeros(states.shape[1], padded)
+        columns[:, :n] = states.t()
+        if padded > n:
+            node_group = torch.cat([node_group, node_group.new_zeros(padded - n)])
+        lse = torch.empty(padded, dtype=torch.float32, device=device)
+        for start in range(0, padded, OUTPUT_BLOCK):
             cols = columns[:, start:start + OUTPUT_BLOCK]
             width = cols.shape[1]
             g = node_group[start:start + width]
@@ -233,6 +239,7 @@ class NnlmScorer:
                     again += factors.index_select(0, g.index_select(0, idx)).t()
                 block_lse[idx] = torch.logsumexp(again, dim=0)
             lse[start:start + width] = block_lse
+        lse = lse[:n]
         # target logits, a block of positions at a time (a [positions, d] gather of W rows)
         target_logit = torch.empty(len(pos_node), dtype=torch.float32, device=device)
         step = OUTPUT_BLOCK * 4
