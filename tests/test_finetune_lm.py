@@ -248,3 +248,31 @@ def test_cli_valid_reports(tmp_path, text):
                    "--epochs", "2", "-s", "1", *TINY])
     assert res.exit_code == 0, res.stderr
     assert "valid loss" in res.stderr and "kept epoch" in res.stderr
+
+
+@pytest.mark.parametrize("optimizer", ["sgd", "adam"])
+@pytest.mark.parametrize("max_norm", [0.0, 1e-3, 1e6])  # none, clipping, a bound never reached
+def test_clipped_step_equals_clip_grad_norm_then_step(optimizer, max_norm):
+    """SGD folds the clipping factor into its step size; the update is clip_grad_norm_'s."""
+    gen = torch.Generator().manual_seed(0)
+    params = [torch.nn.Parameter(torch.randn(7, 5, generator=gen, dtype=torch.float64)),
+              torch.nn.Parameter(torch.randn(3, generator=gen, dtype=torch.float64))]
+    ref = [torch.nn.Parameter(p.detach().clone()) for p in params]
+    before = [p.detach().clone() for p in params]
+    for ps in (params, ref):
+        for p, g in zip(ps, (torch.randn(7, 5, generator=torch.Generator().manual_seed(1), dtype=torch.float64),
+                             torch.randn(3, generator=torch.Generator().manual_seed(2), dtype=torch.float64))):
+            p.grad = g.clone()
+    cls = torch.optim.SGD if optimizer == "sgd" else torch.optim.Adam
+    opt, opt_ref = cls(params, lr=0.5), cls(ref, lr=0.5)
+    train.clipped_step(opt, params, max_norm, linear=optimizer == "sgd")
+    if max_norm:
+        torch.nn.utils.clip_grad_norm_(ref, max_norm)
+    opt_ref.step()
+    for p, r in zip(params, ref):
+        torch.testing.assert_close(p, r, rtol=1e-12, atol=1e-12)
+    assert opt.param_groups[0]["lr"] == 0.5  # the step size is restored
+    moved = math.sqrt(sum(float(((p.detach() - b) ** 2).sum()) for p, b in zip(params, before)))
+    assert moved > 0
+    if optimizer == "sgd" and max_norm == 1e-3:
+        assert moved == pytest.approx(0.5 * 1e-3, rel=1e-3)  # lr x the clipped norm

@@ -302,9 +302,7 @@ def train_lm(model: torch.nn.Module, vocab: Vocabulary, sentences: Sequence[Sequ
             loss, nll = batch_loss(model, inputs, targets, w, denom, mask)
             opt.zero_grad(set_to_none=True)
             loss.backward()
-            if max_grad_norm and max_grad_norm > 0:
-                torch.nn.utils.clip_grad_norm_(params, max_grad_norm, foreach=True)
-            opt.step()
+            clipped_step(opt, params, max_grad_norm, linear=optimizer == "sgd")
             run_nll += nll.detach().sum()
             run_tok += ntok
             if on_step is not None:
@@ -337,6 +335,38 @@ def train_lm(model: torch.nn.Module, vocab: Vocabulary, sentences: Sequence[Sequ
         p.requires_grad_(True)
     model.eval()
     return result
+
+
+def clipped_step(opt: torch.optim.Optimizer, params: list[torch.nn.Parameter], max_grad_norm: float,
+                 linear: bool) -> None:
+    """One optimizer step on the gradients clipped to L2 norm ``max_grad_norm`` (0: no clipping),
+    as ``clip_grad_norm_`` clips: factor ``min(1, max_grad_norm / (norm + 1e-6))``.
+
+    ``linear``: the update is linear in the gradient (plain SGD), so the factor scales the
+    learning rate for this step instead of every gradient (one pass over the parameters fewer;
+    the same update up to rounding).
+    """
+    if not max_grad_norm or max_grad_norm <= 0:
+        opt.step()
+        return
+    if not linear:
+        torch.nn.utils.clip_grad_norm_(params, max_grad_norm, foreach=True)
+        opt.step()
+        return
+    grads = [p.grad for p in params if p.grad is not None]
+    norm = float(torch.nn.utils.get_total_norm(grads, foreach=True)) if grads else 0.0
+    factor = min(1.0, max_grad_norm / (norm + 1e-6))
+    if factor == 1.0:
+        opt.step()
+        return
+    rates = [group["lr"] for group in opt.param_groups]
+    for group, lr in zip(opt.param_groups, rates):
+        group["lr"] = lr * factor
+    try:
+        opt.step()
+    finally:
+        for group, lr in zip(opt.param_groups, rates):
+            group["lr"] = lr
 
 
 def make_delta(init_state: dict[str, torch.Tensor], new_state: dict[str, torch.Tensor]
