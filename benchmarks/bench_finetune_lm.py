@@ -13,7 +13,9 @@ on the same slice of the bundled AMI text:
 
 Each timed run is a fresh process (``--worker``), as each loop runs for real: finetune-lm's
 process carries its own settings (``asrpriv.allocator``: glibc keeps freed blocks), a plain loop
-does not. Runs alternate, ``--repeats`` of each, best kept. A third series gives the baseline
+does not. Runs alternate, ``--repeats`` of each; the ratio of the best runs and the median of
+the per-run ratios (each run against its neighbour of the other loop) are printed: this
+machine's speed drifts by 5-10% between minutes. A third series gives the baseline
 finetune-lm's allocator setting too, to show what the loop alone is worth.
 
 Prints training tokens/s of each and the ratio (target >= 1.0), then perplexity vs time on a
@@ -26,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import statistics
 import subprocess
 import sys
 import time
@@ -77,7 +80,8 @@ def main() -> None:
     ap.add_argument("--arch", choices=["transformer", "lstm"], default="transformer")
     ap.add_argument("--sentences", type=int, default=3000, help="training sentences per timed run")
     ap.add_argument("--batch-size", type=int, default=32)
-    ap.add_argument("--repeats", type=int, default=2, help="timed runs of each loop (best kept)")
+    ap.add_argument("--repeats", type=int, default=4,
+                    help="timed runs of each loop: best of each, and the median of per-run ratios")
     ap.add_argument("--epochs", type=int, default=3, help="epochs of the perplexity-vs-time run")
     ap.add_argument("--ppl-sentences", type=int, default=8000)
     ap.add_argument("--threads", type=int, default=0)
@@ -145,10 +149,15 @@ def main() -> None:
               f"{rates['base'][-1]:,.0f} tokens/s, examples-style with finetune-lm's allocator "
               f"setting {rates['base-same-allocator'][-1]:,.0f} tokens/s", flush=True)
     best = {k: max(v) for k, v in rates.items()}
+    pairs = sorted(o / b for o, b in zip(rates["ours"], rates["base"]))  # runs next to each other
+    alone = sorted(o / b for o, b in zip(rates["ours"], rates["base-same-allocator"]))
     print(f"training throughput: finetune-lm {best['ours']:,.0f} tokens/s vs examples-style "
-          f"{best['base']:,.0f} tokens/s: ratio {best['ours'] / best['base']:.2f}x (target >= 1.0x)")
+          f"{best['base']:,.0f} tokens/s (best of {args.repeats}): ratio {best['ours'] / best['base']:.2f}x; "
+          f"per run {', '.join(f'{r:.2f}' for r in pairs)}, median {statistics.median(pairs):.2f}x "
+          f"(target >= 1.0x)")
     print(f"  loops alone (baseline given finetune-lm's allocator setting too): "
-          f"{best['base-same-allocator']:,.0f} tokens/s: ratio {best['ours'] / best['base-same-allocator']:.2f}x")
+          f"{best['base-same-allocator']:,.0f} tokens/s: ratio {best['ours'] / best['base-same-allocator']:.2f}x; "
+          f"per run median {statistics.median(alone):.2f}x")
 
     # perplexity vs time (server recipe: Adam, token-mean loss) on held-out AMI meetings
     train_s = sents[: args.ppl_sentences]

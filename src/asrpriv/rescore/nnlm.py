@@ -15,10 +15,10 @@ FMP factors ``f`` (a natural-log vector over the vocabulary, see :mod:`asrpriv.r
 Speed: a Transformer with ``tree_hidden`` (asrpriv.nnlm.model) scores *prefix trees*
 (:mod:`asrpriv.rescore.prefix_tree`): the hypotheses of an utterance become one trie per row,
 each distinct history is one node, and one forward pass over a group of rows gives every node's
-state (attention restricted to the node's ancestors). The output layer then runs once per node,
-as ``W @ states^T`` in column blocks that stay in cache, and its normalizer is
-``log(sum(exp(logits)))``; a column whose sum overflows or underflows fp32 is recomputed with
-the max-shifted ``logsumexp``. Other models (the LSTM) score padded rows: hypotheses are sorted
+state (attention restricted to the node's ancestors). The output layer then runs once per
+distinct history, as ``W @ states^T`` in tiles of vocabulary rows x nodes that stay in cache
+while they are exponentiated and summed, and its normalizer is ``log(sum(exp(logits)))``; a
+column whose sum overflows or underflows fp32 is recomputed with the max-shifted ``logsumexp``. Other models (the LSTM) score padded rows: hypotheses are sorted
 by length and cut into batches of at most ``batch_tokens`` padded positions, identical
 (sentence, factors) pairs once; right padding is safe for a causal model (padded positions never
 affect earlier ones) and padded targets are masked out.
