@@ -11,9 +11,9 @@ naive loop on 2,000 evenly spaced hypotheses of it (the first hypotheses of the 
 than average, so a leading slice would misstate the naive rate); the two are timed alternately,
 ``--repeats`` times: the ratio of the best of each and the median of the per-pair ratios
 are printed (the machine's speed drifts by several percent), and the naive loop's scores are
-checked against rescore-nbest's nnlm_score column. rescore-nbest
-computes each distinct history once (prefix trees), so two FLOP rates are printed: the FLOPs it
-executed, and the naive computation's FLOPs (every position) divided by rescore-nbest's time.
+checked against rescore-nbest's nnlm_score column. rescore-nbest computes each distinct history
+once (prefix trees), so two FLOP rates are printed: the FLOPs it executed, and the naive
+computation's FLOPs (every position) divided by rescore-nbest's time.
 
     .venv/bin/python benchmarks/bench_rescore_nbest.py [--utts 0] [--naive-hyps 2000] [--threads 2]
 """

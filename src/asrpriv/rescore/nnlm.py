@@ -18,10 +18,11 @@ each distinct history is one node, and one forward pass over a group of rows giv
 state (attention restricted to the node's ancestors). The output layer then runs once per
 distinct history, as ``W @ states^T`` in tiles of vocabulary rows x nodes that stay in cache
 while they are exponentiated and summed, and its normalizer is ``log(sum(exp(logits)))``; a
-column whose sum overflows or underflows fp32 is recomputed with the max-shifted ``logsumexp``. Other models (the LSTM) score padded rows: hypotheses are sorted
-by length and cut into batches of at most ``batch_tokens`` padded positions, identical
-(sentence, factors) pairs once; right padding is safe for a causal model (padded positions never
-affect earlier ones) and padded targets are masked out.
+column whose sum overflows or underflows fp32 is recomputed with the max-shifted ``logsumexp``.
+Other models (the LSTM) score padded rows: hypotheses are sorted by length and cut into batches
+of at most ``batch_tokens`` padded positions, identical (sentence, factors) pairs once; right
+padding is safe for a causal model (padded positions never affect earlier ones) and padded
+targets are masked out.
 """
 
 from __future__ import annotations
@@ -253,6 +254,8 @@ class NnlmScorer:
         """Any model of the contract: padded length-sorted rows, logits at every position."""
         import torch
 
+        from asrpriv.nnlm.score import pad_batch
+
         # identical (sentence, factors) pairs are scored once
         unique: dict[tuple, int] = {}
         back = []
@@ -266,20 +269,7 @@ class NnlmScorer:
         results = [0.0] * len(keys)
         bos, eos = self.vocab.bos_id, self.vocab.eos_id
         for batch in plan_batches([len(k[0]) + 1 for k in keys], self.batch_tokens):
-            width = len(keys[batch[0]][0]) + 1
-            rows = len(batch)
-            inp = torch.full((rows, width), eos, dtype=torch.long)
-            tgt = torch.full((rows, width), eos, dtype=torch.long)
-            mask = torch.zeros((rows, width), dtype=torch.bool)
-            for r, j in enumerate(batch):
-                seq = keys[j][0]
-                m = len(seq)
-                inp[r, 0] = bos
-                if m:
-                    s = torch.tensor(seq, dtype=torch.long)
-                    inp[r, 1:m + 1] = s
-                    tgt[r, :m] = s
-                mask[r, :m + 1] = True
+            inp, tgt, mask = pad_batch([np.array([bos, *keys[j][0], eos], dtype=np.int64) for j in batch], eos)
             inp, tgt, mask = inp.to(self.device), tgt.to(self.device), mask.to(self.device)
             logits = self.model(inp).float()
             if table is not None:
