@@ -105,4 +105,4 @@ def test_counts_roundtrip_is_exact(tmp_path):
     with open(path, "w") as f:
         write_counts(f, {"unit": "utterance"}, counts)
     meta, back = read_counts(str(path))
-    assert back == counts and meta == {"unit": "utterance"}
+    assert back == counts and meta == {"format": "asrpriv-counts/2", "unit": "utterance"}

@@ -91,3 +91,16 @@ def test_mixed_units_refused_in_pure_epsilon():
     h = History().add(lap(1.0)).add(lap(1.0, unit="client"))
     with pytest.raises(ValueError, match="mixes"):
         h.epsilon_pure()
+
+
+def test_label_paths_nest():
+    with pytest.raises(ValueError, match="overlap"):
+        History.combine([History().add(lap(1.0, "r0")), History().add(lap(1.0, "r0/alice"))], disjoint=True)
+    ok = History.combine([History().add(lap(1.0, "r0/alice")), History().add(lap(1.0, "r0/alicia"))],
+                         disjoint=True)
+    assert ok.epsilon_pure() == 1.0
+
+
+def test_unseeded_json_never_mentions_seed():
+    assert "seed" not in History().add(lap(1.0)).to_json()
+    assert "seed" in History().add(lap(1.0, seeded=True)).to_json()

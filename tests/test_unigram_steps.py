@@ -178,18 +178,30 @@ def test_aggregate_refuses_incompatible(tmp_path):
 
 
 def test_aggregate_epsilon_ledger(tmp_path):
-    base = "#unit=utterance\n#max_l1=5\n#grid=0.0009765625\n#noise=laplace\n"
-    a = tmp_path / "a.counts"
-    a.write_text(base + "#epsilon=0.5\nx\t1\n")
-    b = tmp_path / "b.counts"
-    b.write_text(base + "#epsilon=1\nx\t2\n")
-    meta, counts = _parse(run_proc(["aggregate", str(a), str(b)], check=True).stdout)
-    assert meta["epsilon"] == "1.5" and counts == {"x": 3}
+    """Epsilons of real add-noise releases: sequential adds, --disjoint (proven by partition
+    labels) takes the maximum. Hand-written noisy files without a history are refused."""
+    vocab = tmp_path / "vocab.txt"
+    vocab.write_text("x\ny\n")
+    made = {}
+    for name, eps in (("a", "0.5"), ("b", "1")):
+        raw = tmp_path / f"{name}.raw"
+        run_proc(["count-unigrams", "--text", "--max-l1", "5", "--partition", f"part-{name}",
+                  "-o", str(raw)], input="x x\n", check=True)
+        made[name] = tmp_path / f"{name}.counts"
+        run_proc(["add-noise", "--epsilon", eps, "--vocab", str(vocab), "-o", str(made[name]),
+                  str(raw)], check=True)
+    a, b = made["a"], made["b"]
+    meta, _ = _parse(run_proc(["aggregate", str(a), str(b)], check=True).stdout)
+    assert meta["epsilon"] == "1.5"
     meta, _ = _parse(run_proc(["aggregate", "--disjoint", str(a), str(b)], check=True).stdout)
-    assert meta["epsilon"] == "1"
+    assert meta["epsilon"] == "1" and meta["partition"] == "part-a,part-b"
     clean = tmp_path / "clean.counts"
     clean.write_text("#unit=utterance\n#max_l1=5\n#grid=0.0009765625\nx\t1\n")
     assert_one_line_error(run_proc(["aggregate", str(a), str(clean)]), "different noise")
+    forged = tmp_path / "forged.counts"
+    forged.write_text("#unit=utterance\n#max_l1=5\n#grid=0.0009765625\n#noise=laplace\n"
+                      "#epsilon=0.5\nx\t1\n")
+    assert_one_line_error(run_proc(["aggregate", str(forged)]), "forged.counts:4:", "privacy_history")
 
 
 # ---------------------------------------------------------------- add-noise
@@ -275,7 +287,8 @@ def test_add_noise_scale_seed_and_ledger(tmp_path):
     counts = _bounded_counts(tmp_path, "c.counts", "w1 w2 w3\n")
     args = ["add-noise", "--epsilon", "0.5", "--vocab", str(vocab), "--seed", "3", "--no-clamp", str(counts)]
     first = run_proc(args, check=True).stdout
-    assert run_proc(args, check=True).stdout == first  # seeded = repeatable
+    # seeded = repeatable noise (each run is still its own release, with a fresh id)
+    assert _parse(run_proc(args, check=True).stdout)[1] == _parse(first)[1]
     meta, noisy = _parse(first)
     assert meta["epsilon"] == "0.5" and meta["noise_scale"] == "6"  # 3 / 0.5
     noise = [noisy[w] - (1.0 if w in ("w1", "w2", "w3") else 0.0) for w in words]
@@ -285,7 +298,7 @@ def test_add_noise_scale_seed_and_ledger(tmp_path):
     again = tmp_path / "again.counts"
     again.write_bytes(first)
     meta2, _ = _parse(run_proc(["add-noise", "--epsilon", "0.25", "--vocab", str(vocab), "--seed", "4",
-                                str(again)], check=True).stdout)
+                                "--allow-seeded-test-noise", str(again)], check=True).stdout)
     assert meta2["epsilon"] == "0.75"
 
 
@@ -361,11 +374,12 @@ def test_pipeline_count_aggregate_noise_adapt(tmp_path):
     # background from the non-scenario meetings (free topics), as in the FMP experiment
     non_scenario = "".join(line for line in open(AMI / "train_text", encoding="utf-8")
                            if line[:2] in ("EN", "IB", "IN"))
-    run_proc(["count-unigrams", "--text", "--ids", "-o", str(bg)], input=non_scenario, check=True)
+    run_proc(["count-unigrams", "--text", "--ids", "--public", "-o", str(bg)], input=non_scenario, check=True)
     py = f"{sys.executable} -m asrpriv"
     cmd = (f"{py} count-unigrams --sigma 1 --max-l1 20 {nbest} | {py} aggregate | "
            f"{py} add-noise --epsilon 10 --vocab {bg} --seed 5 -q | "
-           f"{py} fma-adapt --background {bg} --global - --alpha 0.5 --beta 0 --lambda 1")
+           f"{py} fma-adapt --background {bg} --global - --alpha 0.5 --beta 0 --lambda 1 "
+           "--allow-seeded-test-noise")
     proc = subprocess.run(["bash", "-o", "pipefail", "-c", cmd], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
     rows = [line.split("\t") for line in proc.stdout.splitlines() if not line.startswith("#")]

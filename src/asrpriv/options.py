@@ -63,3 +63,15 @@ def warn(message: str) -> None:
         click.echo(f"{name}: warning: {message}", err=True)
 
 
+
+
+def seeded_warning(what: str) -> None:
+    """The warning that seeded privacy noise is not private: printed even with ``-q``.
+
+    ``-q`` silences talk, not this: a seeded release must never be silent (the output's
+    metadata marks it too, ``#seeded=1``).
+    """
+    ctx = click.get_current_context(silent=True)
+    name = f"asrpriv {ctx.info_name}" if ctx and ctx.parent else "asrpriv"
+    click.echo(f"{name}: warning: seeded noise ({what}) is repeatable and therefore NOT private; "
+               "for tests only (the output is marked #seeded=1)", err=True)

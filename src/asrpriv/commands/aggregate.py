@@ -10,13 +10,17 @@ from asrpriv.options import common_options, output_option
 @click.command("aggregate")
 @click.argument("inputs", nargs=-1, metavar="[COUNTS]...")
 @click.option("--disjoint", is_flag=True,
-              help="For noised inputs: they come from disjoint sets of units (e.g. different "
-                   "rounds' new utterances), so the epsilon ledger takes the maximum (parallel "
-                   "composition). Default: epsilons add up (sequential composition).")
+              help="The inputs come from disjoint data (e.g. different rounds' new utterances), "
+                   "so their privacy histories compose in parallel (epsilon = the maximum). "
+                   "Refused unless the files prove it: each records a partition "
+                   "(count-unigrams --partition), no two overlap, no release occurs twice. "
+                   "Default: sequential composition (epsilons add up).")
 @click.option("--allow-empty", is_flag=True, help="Accept counts files without any count row.")
+@click.option("--allow-seeded-test-noise", "allow_seeded", is_flag=True,
+              help="Tests only: accept inputs that carry seeded (not private) noise.")
 @output_option
 @common_options
-def aggregate(inputs, disjoint, allow_empty, output):
+def aggregate(inputs, disjoint, allow_empty, allow_seeded, output):
     """Sum counts files ('-' or none = stdin).
 
     The FedAvg of unigram distributions weighted by their pseudo-count totals (000 Eq. 6) is
@@ -27,6 +31,6 @@ def aggregate(inputs, disjoint, allow_empty, output):
     from asrpriv.io.counts import write_counts
     from asrpriv.io.output import open_output
 
-    meta, counts = aggregate_files(list(inputs) or ["-"], disjoint, allow_empty)
+    meta, counts = aggregate_files(list(inputs) or ["-"], disjoint, allow_empty, allow_seeded)
     with open_output(output) as stream:
         write_counts(stream, meta, counts)

@@ -34,10 +34,22 @@ from asrpriv.options import common_options, info, output_option, warn
 @click.option("--grid", type=float, default=2.0 ** -10, show_default=True,
               help="With --max-l1: counts are floored onto multiples of this step, so sums are "
                    "exact and the discrete noise of add-noise applies.")
+@click.option("--partition", metavar="NAME", default=None,
+              help="Label the part of the private data these counts come from (e.g. round0), "
+                   "recorded as #partition; with --by-client each file gets NAME/<client>. "
+                   "'aggregate --disjoint' composes in parallel only inputs with non-overlapping "
+                   "labels: by giving one you assert that no other input labelled differently "
+                   "holds the same data.")
+@click.option("--public", is_flag=True,
+              help="The input is public data (e.g. a background corpus): mark the counts "
+                   "#public=1 so 'add-noise --vocab' accepts their words as a public vocabulary.")
+@click.option("--debug-private-stats", "debug_private", is_flag=True,
+              help="Print the exact number of units and of clipped units on stderr. These are "
+                   "un-noised statistics of the private input: debugging only.")
 @output_option
 @common_options
 def count_unigrams(input_path, text_mode, ids, sigma, top, by_client, utt2client, unit, max_l1,
-                   grid, output):
+                   grid, partition, public, debug_private, output):
     """Count unigram pseudo-counts from an N-best TSV (default) or text (--text).
 
     Each hypothesis s adds K(s) * c_s(w) to word w (000 Eq. 3-5); rank from the 'rank' column,
@@ -46,12 +58,29 @@ def count_unigrams(input_path, text_mode, ids, sigma, top, by_client, utt2client
     from asrpriv.unigram.counting import CountAccumulator
     from asrpriv.unigram.driver import count_nbest, count_text, write_outputs
 
-    if sigma <= 0:
-        raise AsrprivError("--sigma must be > 0")
-    if max_l1 is not None and max_l1 <= 0:
-        raise AsrprivError("--max-l1 must be > 0")
-    if grid <= 0:
-        raise AsrprivError("--grid must be > 0")
+    import math
+
+    if not sigma > 0 or not math.isfinite(sigma):
+        raise AsrprivError("--sigma must be a finite number > 0")
+    if max_l1 is not None and (not max_l1 > 0 or not math.isfinite(max_l1)):
+        raise AsrprivError("--max-l1 must be a finite number > 0")
+    if not grid > 0 or not math.isfinite(grid):
+        raise AsrprivError("--grid must be a finite number > 0")
+    labels = {}
+    if partition is not None:
+        from asrpriv.privacy.history import check_partition
+
+        try:
+            if "," in partition:
+                raise ValueError("give one label (no comma)")
+            check_partition(partition)
+        except ValueError as err:
+            raise AsrprivError(f"--partition: {err}") from None
+        if public:
+            raise AsrprivError("--partition labels private data; --public data needs none")
+        labels["partition"] = partition
+    if public:
+        labels["public"] = 1
     if ids and not text_mode:
         raise AsrprivError("--ids applies to --text input only")
     client_of = None
@@ -77,8 +106,9 @@ def count_unigrams(input_path, text_mode, ids, sigma, top, by_client, utt2client
     bound = {"unit": unit, "max_l1": max_l1, "grid": grid} if max_l1 is not None else {}
     if by_client:
         os.makedirs(by_client, exist_ok=True)
-    clipped, units = write_outputs(result, output, by_client, {**settings, **bound})
-    if max_l1 is not None:
-        info(f"count-unigrams: {units} {unit}(s), {clipped} clipped to L1 <= {max_l1:g}")
+    clipped, units = write_outputs(result, output, by_client, {**settings, **bound, **labels})
+    if debug_private:  # exact, un-noised statistics of the private input
+        info(f"count-unigrams: {units} {unit}(s)"
+             + (f", {clipped} clipped to L1 <= {max_l1:g}" if max_l1 is not None else ""))
     elif units == 0:
         warn("no input units")

@@ -1,5 +1,7 @@
 """Counts files: ``#key=value`` metadata lines, then ``word<TAB>count`` rows (float counts).
 
+Format ``asrpriv-counts/2``: words starting with ``#`` or ``\\`` are backslash-escaped.
+
 The metadata records what a privacy mechanism needs to be calibrated (see
 :mod:`asrpriv.unigram.meta`): the adjacency unit, its L1 contribution bound, the number of
 units, and the privacy ledger of noise already added.
@@ -8,33 +10,52 @@ units, and the privacy ledger of noise already added.
 from __future__ import annotations
 
 import math
-from typing import IO
+from typing import IO, Iterable
 
-from asrpriv.errors import InputError
+from asrpriv.errors import AsrprivError, InputError
 from asrpriv.io.lines import iter_lines
+from asrpriv.io.metadata import COUNTS_KEYS, check_history_consistency, parse_meta_line
+from asrpriv.io.words import escape, is_word, unescape
+
+FORMAT = "asrpriv-counts/2"
 
 
 def read_counts(path: str | None, allow_empty: bool = False) -> tuple[dict[str, str], dict[str, float]]:
     """Read a counts file: ``(metadata, {word: count})``.
 
+    Metadata lines are validated one by one (:mod:`asrpriv.io.metadata`) and against each
+    other (a noisy file needs its privacy history). Words of format ``asrpriv-counts/2`` are
+    unescaped (:mod:`asrpriv.io.words`); format ``/1`` (no escaping) is read when unambiguous:
+    a ``#`` line holding a tab is a row of a ``#`` word there, and is refused.
+
     Raises:
-        InputError: a malformed line, a duplicate word, a negative or non-finite count, or an
-            empty file (unless ``allow_empty``).
+        InputError: a malformed line, bad metadata, a duplicate word, a negative or non-finite
+            count, or an empty file (unless ``allow_empty``).
     """
+    return parse_counts(path, iter_lines(path), allow_empty)
+
+
+def parse_counts(path: str | None, numbered_lines: Iterable[tuple[int, str]],
+                 allow_empty: bool = False) -> tuple[dict[str, str], dict[str, float]]:
+    """:func:`read_counts` on already-read ``(line number, line)`` pairs."""
     meta: dict[str, str] = {}
+    lines: dict[str, int] = {}
     counts: dict[str, float] = {}
     seen_header = False
-    for lineno, line in iter_lines(path):
+    escaped = True
+    for lineno, line in numbered_lines:
         if line.startswith("#"):
             if counts:
                 raise InputError(path, lineno, "metadata line after count rows")
-            body = line[1:].strip()
-            if not body:
-                continue
-            key, sep, value = body.partition("=")
-            if not sep or not key.strip() or " " in key.strip():
-                raise InputError(path, lineno, f"expected '#key=value' metadata, got {line!r}")
-            meta[key.strip()] = value.strip()
+            if "\t" in line and not escaped:
+                raise InputError(path, lineno, "old-format (asrpriv-counts/1) row of a word starting "
+                                 "with '#' is ambiguous with metadata; recount with this asrpriv")
+            parse_meta_line(path, lineno, line, meta, COUNTS_KEYS)
+            if "format" in meta and "format" not in lines:
+                if lineno != 1:
+                    raise InputError(path, lineno, "the format line must be the first line")
+                escaped = meta["format"] != "asrpriv-counts/1"
+            lines.update((k, lineno) for k in meta if k not in lines)
             seen_header = True
             continue
         if not line.strip():
@@ -42,9 +63,10 @@ def read_counts(path: str | None, allow_empty: bool = False) -> tuple[dict[str, 
         parts = line.split("\t")
         if len(parts) != 2:
             raise InputError(path, lineno, f"expected 'word<TAB>count', got {len(parts)} tab-separated fields")
-        word, raw = parts
-        if not word or word != word.strip() or " " in word:
-            raise InputError(path, lineno, f"bad word {word!r}")
+        field, raw = parts
+        word = unescape(field) if escaped else field
+        if word is None or not is_word(word):
+            raise InputError(path, lineno, f"bad word {field!r}")
         try:
             value = float(raw)
         except ValueError:
@@ -57,20 +79,25 @@ def read_counts(path: str | None, allow_empty: bool = False) -> tuple[dict[str, 
         counts[word] = value
     if not counts and not seen_header and not allow_empty:
         raise InputError(path, None, "empty input: expected a counts file ('word<TAB>count' rows)")
+    check_history_consistency(path, meta, lines)
     return meta, counts
 
 
 def write_counts(stream: IO[str], meta: dict[str, str], counts: dict[str, float],
                  sort: bool = True) -> None:
-    """Write metadata then rows, sorted by word (a deterministic, diff-able order).
+    """Write metadata (format line first) then rows, sorted by word (deterministic, diff-able).
 
-    Counts are written exactly (shortest round-trip ``repr``), so reading back gives the
-    same floats and grid-valued sums stay exact.
+    Words are escaped (:mod:`asrpriv.io.words`). Counts are written exactly (shortest
+    round-trip ``repr``), so reading back gives the same floats and grid sums stay exact.
     """
+    meta = {"format": FORMAT, **{k: v for k, v in meta.items() if k != "format"}}
     for key, value in meta.items():
         stream.write(f"#{key}={value}\n")
     words = sorted(counts) if sort else list(counts)
-    stream.writelines(f"{w}\t{_fmt(counts[w])}\n" for w in words)
+    for w in words:
+        if not is_word(w):
+            raise AsrprivError(f"cannot write the word {w!r}: words have no white space")
+    stream.writelines(f"{escape(w)}\t{_fmt(counts[w])}\n" for w in words)
 
 
 def _fmt(value: float) -> str:
@@ -80,16 +107,37 @@ def _fmt(value: float) -> str:
 
 
 def read_wordlist(path: str) -> list[str]:
-    """A public vocabulary: a word list (one word per line) or a counts file (its words).
+    """A public vocabulary: a plain word list, or a counts file marked public or noisy.
 
-    Lines starting with ``#`` are metadata/comments; only the first column is used.
+    - A plain word list: one word per line (first white-space field), escaped like counts
+      rows (``\\#word``); lines starting with ``#`` are comments. Whoever gives it asserts it
+      is public.
+    - A counts file (first line ``#format=asrpriv-counts/...``): its words, only if the file is
+      marked ``#public=1`` (``count-unigrams --public`` of public text) or is a noisy release
+      (its words are the public vocabulary of that release). A private counts file is refused:
+      its words would become the output keys and reveal the private vocabulary.
     """
+    numbered = list(iter_lines(path))
+    if numbered and numbered[0][1].startswith("#format=asrpriv-counts"):
+        meta, counts = parse_counts(path, numbered)
+        if meta.get("public") != "1" and meta.get("noise", "none") == "none":
+            raise InputError(path, None, "this counts file is not marked public (#public=1) and "
+                             "is not a noisy release, so its words may be private: give a plain "
+                             "word list of public words, or counts made with 'count-unigrams "
+                             "--public' of public text")
+        if not counts:
+            raise InputError(path, None, "empty vocabulary")
+        return list(counts)
     words: list[str] = []
     seen: set[str] = set()
-    for lineno, line in iter_lines(path):
+    for lineno, line in numbered:
         if line.startswith("#") or not line.strip():
             continue
-        word = line.split("\t")[0].split()[0] if line.split() else ""
+        field = line.split()[0]
+        word = unescape(field)
+        if word is None or not is_word(word):
+            raise InputError(path, lineno, f"bad word {field!r} (escape a leading '#' or '\\' "
+                             "with a backslash)")
         if word in seen:
             raise InputError(path, lineno, f"duplicate word {word!r} in vocabulary")
         seen.add(word)

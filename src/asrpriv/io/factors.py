@@ -1,44 +1,69 @@
-"""Factors files: ``word<TAB>log_factor`` (natural log), with optional ``#key=value`` metadata."""
+"""Factors files: ``word<TAB>log_factor`` (natural log), with ``#key=value`` metadata.
+
+Format ``asrpriv-factors/2``: words starting with ``#`` or ``\\`` are backslash-escaped
+(:mod:`asrpriv.io.words`); metadata lines are validated (:mod:`asrpriv.io.metadata`), including
+the privacy history of the counts the factors were made from.
+"""
 
 from __future__ import annotations
 
 import math
 from typing import IO
 
-from asrpriv.errors import InputError
+from asrpriv.errors import AsrprivError, InputError
 from asrpriv.io.lines import iter_lines
+from asrpriv.io.metadata import FACTORS_KEYS, check_history_consistency, parse_meta_line
+from asrpriv.io.words import escape, is_word, unescape
+
+FORMAT = "asrpriv-factors/2"
 
 
 def read_factors(path: str) -> tuple[dict[str, str], dict[str, float]]:
     """Read ``(metadata, {word: log_factor})``; a bad line is an InputError with its line."""
     meta: dict[str, str] = {}
+    lines: dict[str, int] = {}
     factors: dict[str, float] = {}
+    escaped = True
     for lineno, line in iter_lines(path):
         if line.startswith("#"):
-            key, sep, value = line[1:].partition("=")
-            if sep:
-                meta[key.strip()] = value.strip()
+            if factors:
+                raise InputError(path, lineno, "metadata line after factor rows")
+            if "\t" in line and not escaped:
+                raise InputError(path, lineno, "old-format (asrpriv-factors/1) row of a word "
+                                 "starting with '#' is ambiguous with metadata; remake the factors")
+            parse_meta_line(path, lineno, line, meta, FACTORS_KEYS)
+            if "format" in meta and "format" not in lines:
+                escaped = meta["format"] != "asrpriv-factors/1"
+            lines.update((k, lineno) for k in meta if k not in lines)
             continue
         if not line.strip():
             continue
         parts = line.split("\t")
         if len(parts) != 2:
             raise InputError(path, lineno, f"expected 'word<TAB>log_factor', got {len(parts)} fields")
+        word = unescape(parts[0]) if escaped else parts[0]
+        if word is None or not is_word(word):
+            raise InputError(path, lineno, f"bad word {parts[0]!r}")
         try:
             value = float(parts[1])
         except ValueError:
             raise InputError(path, lineno, f"log_factor: expected a number, got {parts[1]!r}") from None
         if not math.isfinite(value):
             raise InputError(path, lineno, f"log_factor: expected a finite number, got {parts[1]!r}")
-        if parts[0] in factors:
-            raise InputError(path, lineno, f"duplicate word {parts[0]!r}")
-        factors[parts[0]] = value
+        if word in factors:
+            raise InputError(path, lineno, f"duplicate word {word!r}")
+        factors[word] = value
     if not factors:
         raise InputError(path, None, "empty input: expected 'word<TAB>log_factor' rows")
+    check_history_consistency(path, meta, lines)
     return meta, factors
 
 
 def write_factors(stream: IO[str], meta: dict[str, str], factors: dict[str, float]) -> None:
+    meta = {"format": FORMAT, **{k: v for k, v in meta.items() if k != "format"}}
     for key, value in meta.items():
         stream.write(f"#{key}={value}\n")
-    stream.writelines(f"{w}\t{factors[w]:.8g}\n" for w in sorted(factors))
+    for w in factors:
+        if not is_word(w):
+            raise AsrprivError(f"cannot write the word {w!r}: words have no white space")
+    stream.writelines(f"{escape(w)}\t{factors[w]:.8g}\n" for w in sorted(factors))

@@ -6,14 +6,18 @@ Design decisions (where the paper is vague or wrong):
   most once per utterance. A unit (utterance or client) in fact contributes a whole vector of
   kernel-weighted counts; ``count-unigrams --max-l1 B`` clips that vector to L1 norm B, so under
   add/remove-one-unit adjacency the L1 sensitivity of the summed counts is exactly B. It is read
-  from the metadata, never assumed; an explicit override is recorded as such.
+  from the metadata, never assumed; an explicit override is recorded as such, and refused
+  when below the recorded bound (it would under-noise).
 - **The whole public vocabulary.** Noise is added to every word of a public vocabulary, zero
   counts included, so the set of output keys never depends on the private data. Input words
-  outside it are dropped (their number is reported on stderr only).
+  outside it are dropped (their number and mass are private: reported on stderr only with
+  ``--debug-private-stats``).
 - **Post-processing only after noise.** Negative noisy counts clamp to 0; the normalizer of
   Eq. (8) is the sum of the noisy counts (the same as the paper's denominator up to the clamp).
   Post-processing costs no privacy.
-- **The ledger.** ``epsilon`` in the output metadata adds up over repeated noise.
+- **The ledger.** Each call is one release (:class:`asrpriv.privacy.history.Release`, a fresh
+  random id) appended to the input's privacy history; ``epsilon`` in the output metadata is
+  the history's total (repeated noise adds up).
 - **What the output says.** Data-dependent metadata (the number of units) is dropped: only the
   mechanism's public parameters remain.
 """
@@ -26,7 +30,8 @@ from fractions import Fraction
 
 from asrpriv.errors import AsrprivError
 from asrpriv.privacy.laplace import laplace_scale_steps, noisy_counts
-from asrpriv.unigram.meta import base_meta
+from asrpriv.privacy.history import Release, new_release_id
+from asrpriv.unigram.meta import base_meta, history_of, with_history
 
 
 @dataclass
@@ -49,7 +54,7 @@ def exact_fraction(text: str, what: str) -> Fraction:
 def laplace_counts(meta: dict[str, str], counts: dict[str, float], vocab: list[str],
                    epsilon: Fraction, rng: random.Random,
                    sensitivity: Fraction | None = None,
-                   clamp: bool = True) -> tuple[dict[str, str], dict[str, float], NoiseReport]:
+                   clamp: bool = True, seeded: bool = False) -> tuple[dict[str, str], dict[str, float], NoiseReport]:
     """Release ``counts`` with epsilon-DP Laplace noise over every word of ``vocab``.
 
     Args:
@@ -60,6 +65,7 @@ def laplace_counts(meta: dict[str, str], counts: dict[str, float], vocab: list[s
         rng: random source (secure unless seeded, see :mod:`asrpriv.privacy.randomness`).
         sensitivity: explicit L1 sensitivity overriding the metadata's bound.
         clamp: clamp negative noisy counts to 0 (post-processing).
+        seeded: ``rng`` is seeded (repeatable, not private): the release is marked so.
 
     Returns:
         ``(metadata, noisy counts, report)``.
@@ -69,6 +75,10 @@ def laplace_counts(meta: dict[str, str], counts: dict[str, float], vocab: list[s
     if sensitivity is not None:
         if sensitivity <= 0:
             raise AsrprivError("--sensitivity must be > 0")
+        if "max_l1" in meta and sensitivity < exact_fraction(meta["max_l1"], "max_l1"):
+            raise AsrprivError(f"--sensitivity {float(sensitivity):g} is below the contribution "
+                               f"bound max_l1={meta['max_l1']} the counts record: that would "
+                               "under-noise; drop --sensitivity (or give one >= the bound)")
         source = "override"
     else:
         if "max_l1" not in meta:
@@ -96,13 +106,21 @@ def laplace_counts(meta: dict[str, str], counts: dict[str, float], vocab: list[s
     scale_steps = laplace_scale_steps(sensitivity, epsilon, grid)
     noisy = noisy_counts(steps, scale_steps, rng)
     out = {w: (max(k, 0) if clamp else k) * gamma for w, k in zip(vocab, noisy)}
-    spent = exact_fraction(meta.get("epsilon", "0"), "epsilon in metadata") + epsilon
+    unit = meta.get("unit", "utterance")
+    try:
+        release = Release(new_release_id(), "laplace", unit,
+                          {"epsilon": float(epsilon), "sensitivity_l1": float(sensitivity),
+                           "grid": float(grid)}, meta.get("partition", ""), seeded)
+    except (ValueError, OverflowError) as err:
+        raise AsrprivError(f"cannot record this release: {err}") from None
+    history = history_of(meta).add(release)
     new_meta = base_meta(unit=meta.get("unit"), max_l1=meta.get("max_l1"), grid=_f(grid),
-                         noise="laplace", mechanism="discrete-laplace", epsilon=_f(spent), delta=0,
+                         noise="laplace", mechanism="discrete-laplace", delta=0,
                          sensitivity=_f(sensitivity), sensitivity_source=source,
                          noise_scale=_f(sensitivity / epsilon), vocab_size=len(vocab),
                          clamp="0" if clamp else "none", source=meta.get("source"),
-                         sigma=meta.get("sigma"))
+                         sigma=meta.get("sigma"), partition=meta.get("partition"))
+    new_meta = with_history(new_meta, history)
     report = NoiseReport(len(dropped), sum(counts[w] for w in dropped), float(sensitivity / epsilon),
                          sensitivity, source)
     return new_meta, out, report

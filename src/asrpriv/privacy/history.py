@@ -22,8 +22,10 @@ the release they make, never drop one.
   (q = 1: ``GaussianDpEvent(z)`` unsampled).
 
 ``unit`` is the adjacency unit (add/remove one ``utterance`` or one ``client``). ``partition``
-names the part of the private data the release saw: a comma-separated set of atomic labels
-(``"alice"``, ``"r0.alice,r0.bob"``), ``""`` for "not known to be confined to any part".
+names the part of the private data the release saw: a comma-separated set of labels
+(``"alice"``, ``"r0/alice,r0/bob"``), ``""`` for "not known to be confined to any part".
+Labels are ``/``-paths: ``r0`` contains ``r0/alice``; two labels are disjoint only when neither
+is a prefix path of the other.
 ``seeded`` marks noise from a seeded, repeatable generator: **not private** (the noise can be
 recomputed by a seed search); such histories are for tests only.
 
@@ -88,6 +90,17 @@ def check_partition(text: str) -> frozenset[str]:
     return frozenset(labels)
 
 
+def labels_overlap(a: frozenset[str] | set[str], b: frozenset[str] | set[str]) -> list[str]:
+    """Labels of ``a`` that may share data with labels of ``b``: equal, or one a ``/``-path
+    prefix of the other (``r0`` contains ``r0/alice``). Empty list = provably disjoint."""
+    clash = []
+    for x in a:
+        for y in b:
+            if x == y or x.startswith(y + "/") or y.startswith(x + "/"):
+                clash.append(x)
+    return sorted(set(clash))
+
+
 def partition_string(labels: frozenset[str] | set[str]) -> str:
     return ",".join(sorted(labels))
 
@@ -135,17 +148,22 @@ class Release:
         return check_partition(self.partition)
 
     def to_dict(self) -> dict:
-        return {"id": self.release_id, "mechanism": self.mechanism, "unit": self.unit,
-                "params": dict(self.params), "partition": self.partition, "seeded": self.seeded}
+        obj = {"id": self.release_id, "mechanism": self.mechanism, "unit": self.unit,
+               "params": dict(self.params), "partition": self.partition}
+        if self.seeded:  # written only when true, so unseeded files never mention seeds
+            obj["seeded"] = True
+        return obj
 
     @classmethod
     def from_dict(cls, obj: object) -> "Release":
-        keys = {"id", "mechanism", "unit", "params", "partition", "seeded"}
-        if not isinstance(obj, dict) or set(obj) != keys:
-            raise ValueError(f"a release must be an object with keys {sorted(keys)}")
+        keys = {"id", "mechanism", "unit", "params", "partition"}
+        if not isinstance(obj, dict) or not keys <= set(obj) <= keys | {"seeded"}:
+            raise ValueError(f"a release must be an object with keys {sorted(keys)} (+ seeded)")
+        if obj.get("seeded", True) is not True:
+            raise ValueError("'seeded' is written only as true")
         return cls(obj["id"], obj["mechanism"], obj["unit"], dict(obj["params"])
                    if isinstance(obj["params"], dict) else obj["params"],
-                   obj["partition"], obj["seeded"])
+                   obj["partition"], "seeded" in obj)
 
 
 def new_release_id() -> str:
@@ -218,9 +236,10 @@ class History:
                             "so it cannot be proven disjoint from the others")
             seen: set[str] = set()
             for labels in sets:
-                if labels & seen:
-                    raise ValueError(f"partition label(s) {sorted(labels & seen)} occur on two "
-                                     "sides of a parallel composition: not disjoint")
+                clash = labels_overlap(labels, seen)
+                if clash:
+                    raise ValueError(f"partition label(s) {clash} overlap on two sides of a "
+                                     "parallel composition: not disjoint")
                 seen |= labels
         return frozenset().union(*sets)
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from asrpriv.errors import AsrprivError
 from asrpriv.io.counts import read_counts
-from asrpriv.unigram.meta import merge
+from asrpriv.unigram.meta import merge, refuse_seeded
 
 
 def sum_counts(parts: list[dict[str, float]]) -> dict[str, float]:
@@ -17,14 +17,21 @@ def sum_counts(parts: list[dict[str, float]]) -> dict[str, float]:
 
 
 def aggregate_files(paths: list[str], disjoint: bool = False,
-                    allow_empty: bool = False) -> tuple[dict[str, str], dict[str, float]]:
-    """Read and sum counts files; ``-`` is stdin (at most once)."""
+                    allow_empty: bool = False,
+                    allow_seeded: bool = False) -> tuple[dict[str, str], dict[str, float]]:
+    """Read and sum counts files; ``-`` is stdin (at most once).
+
+    Inputs with seeded (not private) noise are refused unless ``allow_seeded``; the sum of a
+    seeded input stays marked seeded (its history says so).
+    """
     if paths.count("-") > 1:
         raise AsrprivError("stdin ('-') can be read only once")
     metas = []
     parts = []
     for path in paths:
         meta, counts = read_counts(path, allow_empty=allow_empty)
-        metas.append((path if path != "-" else "<stdin>", meta))
+        name = path if path != "-" else "<stdin>"
+        refuse_seeded(name, meta, allow_seeded)
+        metas.append((name, meta))
         parts.append(counts)
     return merge(metas, disjoint), sum_counts(parts)

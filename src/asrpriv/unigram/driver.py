@@ -102,6 +102,17 @@ def count_text(path: str, ids: bool, client_of: dict[str, str] | None, unit: str
     return router.finish()
 
 
+def _client_label(partition: str, client: str) -> str:
+    from asrpriv.privacy.history import check_partition
+
+    label = f"{partition}/{client}"
+    try:
+        check_partition(label)
+    except ValueError as err:
+        raise AsrprivError(f"--partition with --by-client: client {client!r}: {err}") from None
+    return label
+
+
 def write_outputs(accumulators: Accumulators, output: str, by_client: str | None,
                   settings: dict) -> tuple[int, int]:
     """Write one counts file (or one per client); returns (clipped units, units)."""
@@ -111,6 +122,8 @@ def write_outputs(accumulators: Accumulators, output: str, by_client: str | None
         if by_client:
             if not client or "/" in client or client.startswith("."):
                 raise AsrprivError(f"client name {client!r} cannot be a file name")
+            if "partition" in meta:  # each client's file is its own, disjoint part
+                meta["partition"] = _client_label(meta["partition"], client)
             target = os.path.join(by_client, f"{client}.counts")
         else:
             target = output

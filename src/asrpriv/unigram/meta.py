@@ -2,15 +2,21 @@
 
 Keys (all optional except ``format``):
 
-- ``format``: ``asrpriv-counts/1``.
+- ``format``: ``asrpriv-counts/2`` (``/1``: before words were escaped).
 - ``unit``: the adjacency unit whose whole contribution is bounded: ``utterance`` or ``client``.
 - ``max_l1``: the L1 bound B enforced on each unit's contribution vector (present only when a
   bound was enforced). Under add/remove-one-unit adjacency the L1 sensitivity of the summed
   counts is exactly B.
 - ``grid``: counts are integer multiples of this step (exact sums; discrete noise needs it).
 - ``units``: how many units contributed (data-dependent; dropped by ``add-noise``).
-- ``noise``: ``none`` or ``laplace``; ``epsilon``: total epsilon spent (the ledger);
-  ``composition``: how the ledger was combined by ``aggregate``.
+- ``noise``: ``none`` or ``laplace``; ``epsilon``: total pure-DP epsilon, a summary of the history:
+- ``privacy_history``: the JSON of :class:`asrpriv.privacy.history.History`, the ledger
+  (every release the counts depend on and how they compose); ``seeded=1`` when a release
+  used seeded (not private) noise.
+- ``partition``: labels of the disjoint part of the data the counts come from
+  (``count-unigrams --partition``); ``public=1``: counts of public text (``--public``).
+
+Every key is validated on read (:mod:`asrpriv.io.metadata`).
 """
 
 from __future__ import annotations
@@ -19,8 +25,10 @@ from fractions import Fraction
 
 from asrpriv import __version__
 from asrpriv.errors import AsrprivError
+from asrpriv.privacy.history import History, check_partition, labels_overlap, partition_string
 
-FORMAT = "asrpriv-counts/1"
+FORMAT = "asrpriv-counts/2"
+SEEDED_FLAG = "--allow-seeded-test-noise"
 
 #: keys whose values must agree for counts to be summed
 MUST_AGREE = ("unit", "max_l1", "grid", "noise")
@@ -35,16 +43,45 @@ def base_meta(**items: object) -> dict[str, str]:
     return meta
 
 
+def history_of(meta: dict[str, str]) -> History:
+    """The privacy history recorded in (already validated) metadata; empty if none."""
+    text = meta.get("privacy_history")
+    return History.from_json(text) if text else History()
+
+
+def with_history(meta: dict[str, str], history: History) -> dict[str, str]:
+    """``meta`` with the history, its seeded mark and its epsilon summary set (or removed)."""
+    meta = {k: v for k, v in meta.items() if k not in ("privacy_history", "seeded", "epsilon")}
+    if history.releases:
+        meta["privacy_history"] = history.to_json()
+        try:
+            meta["epsilon"] = _fmt(Fraction(history.epsilon_pure()))
+        except ValueError:
+            pass
+        if history.seeded:
+            meta["seeded"] = "1"
+    return meta
+
+
+def refuse_seeded(name: str, meta: dict[str, str], allowed: bool) -> None:
+    """Refuse an input made with seeded (repeatable, NOT private) noise unless allowed."""
+    if meta.get("seeded") == "1" and not allowed:
+        raise AsrprivError(f"{name} contains seeded test noise (#seeded=1), which is NOT private "
+                           f"(the noise can be recomputed); pass {SEEDED_FLAG} if this is a test")
+
+
 def merge(metas: list[tuple[str, dict[str, str]]], disjoint: bool = False) -> dict[str, str]:
     """Merge the metadata of counts files being summed, or refuse to mix incompatible ones.
 
     Args:
         metas: ``(file name, metadata)`` for each input.
-        disjoint: the inputs come from disjoint sets of units (parallel composition): the
-            merged epsilon is the maximum, not the sum.
+        disjoint: the inputs come from disjoint data (parallel composition). Refused unless
+            the files prove it: each records a ``partition``, no two partitions overlap, and no
+            release of a privacy history occurs in two inputs.
 
     Raises:
-        AsrprivError: inputs disagree on unit, bound, grid or noise state.
+        AsrprivError: inputs disagree on unit, bound, grid or noise state, or cannot be
+            proven disjoint.
     """
     first_name, first = metas[0]
     for name, meta in metas[1:]:
@@ -55,6 +92,25 @@ def merge(metas: list[tuple[str, dict[str, str]]], disjoint: bool = False) -> di
             if a != b:
                 raise AsrprivError(f"cannot sum counts with different {key}: {first_name} has "
                                    f"{a or '(none)'}, {name} has {b or '(none)'}")
+    labels = [check_partition(meta.get("partition", "")) for _, meta in metas]
+    if disjoint:
+        seen: set[str] = set()
+        for (name, _), own in zip(metas, labels):
+            if not own:
+                raise AsrprivError(f"--disjoint: {name} records no partition, so it cannot be "
+                                   "proven disjoint from the others; label the data when counting "
+                                   "(count-unigrams --partition NAME), or drop --disjoint")
+            clash = labels_overlap(own, seen)
+            if clash:
+                raise AsrprivError(f"--disjoint: partition {', '.join(clash)} of {name} overlaps "
+                                   "another input's (the same data twice?); drop --disjoint "
+                                   "(sequential composition) or give disjoint inputs")
+            seen |= own
+    try:
+        history = History.combine([history_of(meta) for _, meta in metas], disjoint)
+    except ValueError as err:
+        raise AsrprivError(f"--disjoint: {err}; the inputs are not provably disjoint (drop "
+                           "--disjoint for sequential composition)") from None
     merged = base_meta()
     for key in MUST_AGREE:
         if first.get(key):
@@ -65,13 +121,12 @@ def merge(metas: list[tuple[str, dict[str, str]]], disjoint: bool = False) -> di
             merged[key] = values.pop()
     if all("units" in meta for _, meta in metas):
         merged["units"] = str(sum(int(meta["units"]) for _, meta in metas))
+    if all(labels):  # the sum saw the union of the parts; one unlabelled part = unknown scope
+        merged["partition"] = partition_string(frozenset().union(*labels))
+    if all(meta.get("public") == "1" for _, meta in metas):
+        merged["public"] = "1"
     if first.get("noise", "none") != "none":
-        eps = [Fraction(meta["epsilon"]) for _, meta in metas]
-        merged["epsilon"] = _fmt(max(eps) if disjoint else sum(eps))
-        merged["composition"] = "parallel(disjoint units)" if disjoint else "sequential"
         merged["delta"] = "0"
-    return merged
-
-
+    return with_history(merged, history)
 def _fmt(value: Fraction) -> str:
     return f"{float(value):.10g}"
