@@ -35,6 +35,12 @@ def test_fmp_experiment_tiny_slice(tmp_path):
     # the DP run's shared counts carry the ledger: epsilon per utterance, parallel over rounds
     noisy = (out / "runs" / "fmp-T1-dp1" / "qbar-0.counts").read_text()
     assert "#noise=laplace" in noisy and "#epsilon=1" in noisy and "#units=" not in noisy
+    assert "#privacy_history=" in noisy and "#partition=round0/" in noisy and "seed" not in noisy
+    # DP rows use beta = 0 (an exact personal cache would break the per-round accounting), and
+    # the clients' factors carry the history of the release they were made from
+    factors = next((out / "runs" / "fmp-T1-dp1" / "factors-0").glob("*.tsv")).read_text()
+    assert "#beta=0\n" in factors and "#privacy_history=" in factors
+    assert "beta=0" in results.split("Table 4")[1]
     # the tuning clients are excluded from the evaluation set
     eval_ids = {line.split()[0] for line in (out / "data" / "eval.ref").read_text().splitlines()}
     assert not any(i.startswith(("ES2011a", "IS1008a")) for i in eval_ids)
