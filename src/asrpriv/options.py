@@ -28,11 +28,21 @@ def common_options(func: Callable) -> Callable:
     return func
 
 
+def check_output_path(_ctx: click.Context, param: click.Parameter, value):
+    """Click callback: an output path that cannot be written fails before any work starts."""
+    from asrpriv.io.output import check_writable
+
+    if value is not None:
+        check_writable(value, "/".join(param.opts[-1:]) or "-o")
+    return value
+
+
 def output_option(func: Callable) -> Callable:
     """``-o/--output FILE``: standard output by default; a file is written atomically."""
     return click.option("-o", "--output", "output", default="-", show_default=True,
-                        metavar="FILE",
-                        help="Output file ('-' = stdout); written atomically.")(func)
+                        metavar="FILE", callback=check_output_path,
+                        help="Output file ('-' = stdout); written atomically (a symlink is "
+                             "written through, a FIFO or device directly).")(func)
 
 
 def seed_option(help_text: str = "Seed for the random generator (repeatable runs).") -> Callable:

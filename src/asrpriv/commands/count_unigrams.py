@@ -46,12 +46,17 @@ def count_unigrams(input_path, text_mode, ids, sigma, top, by_client, utt2client
     from asrpriv.unigram.counting import CountAccumulator
     from asrpriv.unigram.driver import count_nbest, count_text, write_outputs
 
-    if sigma <= 0:
-        raise AsrprivError("--sigma must be > 0")
-    if max_l1 is not None and max_l1 <= 0:
-        raise AsrprivError("--max-l1 must be > 0")
-    if grid <= 0:
-        raise AsrprivError("--grid must be > 0")
+    import math
+
+    if not (math.isfinite(sigma) and sigma > 0):
+        raise AsrprivError(f"--sigma must be a finite number > 0, got {sigma}")
+    if max_l1 is not None and not (math.isfinite(max_l1) and max_l1 > 0):
+        raise AsrprivError(f"--max-l1 must be a finite number > 0, got {max_l1}")
+    if not (math.isfinite(grid) and grid > 0):
+        raise AsrprivError(f"--grid must be a finite number > 0, got {grid}")
+    if max_l1 is not None and max_l1 / grid > 2.0 ** 52:
+        raise AsrprivError(f"--max-l1 / --grid must be at most 2^52 grid steps (exact float sums), "
+                           f"got {max_l1 / grid:.3g}")
     if ids and not text_mode:
         raise AsrprivError("--ids applies to --text input only")
     client_of = None
@@ -68,7 +73,8 @@ def count_unigrams(input_path, text_mode, ids, sigma, top, by_client, utt2client
         return CountAccumulator(max_l1, grid)
 
     if text_mode:
-        result = count_text(input_path, ids, client_of, unit, by_client is not None, make_accumulator)
+        result = count_text(input_path, ids, client_of, unit, by_client is not None, make_accumulator,
+                            warn=warn)
         settings = {"source": "text"}
     else:
         result = count_nbest(input_path, sigma, top, client_of, unit, by_client is not None,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from asrpriv.options import common_options, seed_option
+from asrpriv.options import check_output_path, common_options, seed_option
 
 
 @click.command("finetune-lm")
@@ -14,11 +14,11 @@ from asrpriv.options import common_options, seed_option
 @click.option("--valid", "valid_path", default=None, metavar="FILE",
               help="Validation text (same formats): per-epoch loss, LR decay, early stop, best kept.")
 @click.option("--ids", is_flag=True, help="Plain-text inputs are Kaldi text (first field = utterance id).")
-@click.option("-o", "--output", required=True, metavar="FILE",
+@click.option("-o", "--output", required=True, metavar="FILE", callback=check_output_path,
               help="The trained model file ('-' = stdout); written atomically.")
 @click.option("--init", "init_path", default=None, metavar="FILE",
               help="Fine-tune this model (its vocabulary and architecture are kept).")
-@click.option("--delta-out", default=None, metavar="FILE",
+@click.option("--delta-out", default=None, metavar="FILE", callback=check_output_path,
               help="With --init: write the delta init - new (paper 001's sign) with its weight "
                    "(number of training words).")
 @click.option("--arch", type=click.Choice(["transformer", "lstm"]), default="transformer",
@@ -65,6 +65,9 @@ from asrpriv.options import common_options, seed_option
               help="With --valid: multiply the LR by this when validation loss does not improve.")
 @click.option("--patience", type=click.IntRange(min=0), default=2, show_default=True,
               help="With --valid: stop after this many epochs without improvement.")
+@click.option("--max-words", type=click.IntRange(min=1), default=1000, show_default=True,
+              help="Refuse (FILE:LINE) a sentence longer than this many words (training cost "
+                   "grows with the square of a sentence's length).")
 @click.option("--threads", type=click.IntRange(min=0), default=0, show_default=True,
               help="CPU threads for torch (0 = OMP_NUM_THREADS if set, else min(CPUs, 4)). "
                    "Runs are bit-for-bit repeatable at a fixed thread count.")
@@ -73,7 +76,7 @@ from asrpriv.options import common_options, seed_option
 def finetune_lm(train_path, valid_path, ids, output, init_path, delta_out, arch, vocab_size,
                 min_count, emb_dim, ffn_dim, heads, hidden_dim, layers, dropout, tie_embeddings,
                 recipe, optimizer, lr, epochs, batch_size, batch_by, loss_norm, max_grad_norm, confidence,
-                train_only, lr_decay, patience, threads, seed):
+                train_only, lr_decay, patience, max_words, threads, seed):
     """Train a word-level neural LM (Transformer or LSTM), or fine-tune one with --init.
 
     Sentences are scored ARPA-style: <s> is context, every word and </s> are predicted.
@@ -88,7 +91,7 @@ def finetune_lm(train_path, valid_path, ids, output, init_path, delta_out, arch,
     """
     from asrpriv.errors import AsrprivError
     from asrpriv.nnlm.finetune import FinetuneRequest, run_finetune
-    from asrpriv.options import info
+    from asrpriv.options import info, warn
     from asrpriv.progress import Progress
 
     request = FinetuneRequest(
@@ -101,12 +104,12 @@ def finetune_lm(train_path, valid_path, ids, output, init_path, delta_out, arch,
         overrides={"optimizer": optimizer, "lr": lr, "epochs": epochs, "batch_size": batch_size,
                    "batch_by": batch_by, "loss_norm": loss_norm, "max_grad_norm": max_grad_norm},
         confidence=confidence, train_only=train_only, lr_decay=lr_decay, patience=patience,
-        threads=threads, seed=seed)
+        threads=threads, seed=seed, max_words=max_words)
     import sys
 
-    if output == "-" and sys.stdout.isatty():
+    if output == "-" and sys.stdout is not None and sys.stdout.isatty():
         raise AsrprivError("refusing to write a binary model file to a terminal; use -o FILE")
     try:
-        run_finetune(request, progress=lambda: Progress("tokens"), talk=info)
+        run_finetune(request, progress=lambda: Progress("tokens"), talk=info, warn=warn)
     except ValueError as err:  # inconsistent options or data, found by the library
         raise AsrprivError(str(err)) from None

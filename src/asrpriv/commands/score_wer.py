@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from asrpriv.errors import AsrprivError
-from asrpriv.options import common_options, output_option, warn
+from asrpriv.options import check_output_path, common_options, output_option, warn
 
 
 @click.command("score-wer")
@@ -30,7 +30,7 @@ from asrpriv.options import common_options, output_option, warn
                    "well-known); words made only of punctuation are dropped.")
 @click.option("--utt2spk", "utt2spk_path", default=None, metavar="FILE",
               help="Kaldi utt2spk map: add a per-speaker table (every reference id needs one).")
-@click.option("--details", "details_path", default=None, metavar="FILE",
+@click.option("--details", "details_path", default=None, metavar="FILE", callback=check_output_path,
               help="Write per-utterance alignments (REF/HYP/Eval lines with S/D/I marks, like "
                    "sclite pralign) of HYP to FILE, atomically.")
 @click.option("--allow-extra", is_flag=True,
