@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import os
-
 import click
 
 from asrpriv.errors import AsrprivError
@@ -81,8 +79,6 @@ def count_unigrams(input_path, text_mode, ids, sigma, top, by_client, utt2client
                              make_accumulator)
         settings = {"source": "nbest", "sigma": sigma, "top": top}
     bound = {"unit": unit, "max_l1": max_l1, "grid": grid} if max_l1 is not None else {}
-    if by_client:
-        os.makedirs(by_client, exist_ok=True)
     clipped, units = write_outputs(result, output, by_client, {**settings, **bound})
     if max_l1 is not None:
         info(f"count-unigrams: {units} {unit}(s), {clipped} clipped to L1 <= {max_l1:g}")

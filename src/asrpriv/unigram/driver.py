@@ -152,18 +152,37 @@ def count_text(path: str, ids: bool, client_of: dict[str, str] | None, unit: str
 
 def write_outputs(accumulators: Accumulators, output: str, by_client: str | None,
                   settings: dict) -> tuple[int, int]:
-    """Write one counts file (or one per client); returns (clipped units, units)."""
-    clipped = units = 0
-    for client, acc in sorted(accumulators.items()):
-        meta = base_meta(**settings, units=acc.units)
-        if by_client:
-            if not client or "/" in client or client.startswith("."):
-                raise AsrprivError(f"client name {client!r} cannot be a file name")
-            target = os.path.join(by_client, f"{client}.counts")
-        else:
-            target = output
-        with open_output(target) as stream:
-            write_counts(stream, meta, acc.counts)
-        clipped += acc.clipped_units
-        units += acc.units
+    """Write one counts file (or one per client, all or none); returns (clipped units, units).
+
+    Per-client files are first all written to temporary files, then renamed; on any error
+    the temporary files are removed, and so is DIR if this call created it.
+    """
+    import contextlib
+
+    from asrpriv.io.output import atomic_path
+
+    clipped = sum(acc.clipped_units for acc in accumulators.values())
+    units = sum(acc.units for acc in accumulators.values())
+    items = sorted(accumulators.items())
+    if not by_client:
+        for _client, acc in items:
+            with open_output(output) as stream:
+                write_counts(stream, base_meta(**settings, units=acc.units), acc.counts)
+        return clipped, units
+    for client, _acc in items:
+        if not client or "/" in client or client.startswith(".") or "\0" in client:
+            raise AsrprivError(f"client name {client!r} cannot be a file name")
+    created = not os.path.isdir(by_client)
+    try:
+        os.makedirs(by_client, exist_ok=True)
+        with contextlib.ExitStack() as stack:  # every rename happens at the end, after all writes
+            for client, acc in items:
+                tmp = stack.enter_context(atomic_path(os.path.join(by_client, f"{client}.counts")))
+                with open(tmp, "w", encoding="utf-8", newline="\n") as stream:
+                    write_counts(stream, base_meta(**settings, units=acc.units), acc.counts)
+    except BaseException:
+        if created:
+            with contextlib.suppress(OSError):
+                os.rmdir(by_client)
+        raise
     return clipped, units
