@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from asrpriv.errors import AsrprivError
-from asrpriv.options import common_options, info, output_option, warn
+from asrpriv.options import FiniteFloat, common_options, info, output_option, warn
 
 
 @click.command("count-unigrams")
@@ -14,7 +14,7 @@ from asrpriv.options import common_options, info, output_option, warn
               help="INPUT is text (one sentence per line), each word weighing 1: how the "
                    "background unigram u(w) is made from a corpus. Default: an N-best TSV.")
 @click.option("--ids", is_flag=True, help="With --text: Kaldi text, the first token is the utterance id.")
-@click.option("--sigma", type=float, default=5.0, show_default=True,
+@click.option("--sigma", type=FiniteFloat(), default=5.0, show_default=True,
               help="Bandwidth of the rank kernel K(s) = exp(-(rank-1)^2 / (2 sigma^2)) (000 Eq. 3); "
                    "0.1 ~ 1-best only, 100 ~ uniform over the N-best.")
 @click.option("--top", type=click.IntRange(min=1), default=None,
@@ -26,10 +26,10 @@ from asrpriv.options import common_options, info, output_option, warn
               help="Map utterance id -> client (Kaldi two-column file).")
 @click.option("--unit", type=click.Choice(["utterance", "client"]), default="utterance",
               show_default=True, help="The adjacency unit whose whole contribution --max-l1 bounds.")
-@click.option("--max-l1", "max_l1", type=float, default=None,
+@click.option("--max-l1", "max_l1", type=FiniteFloat(), default=None,
               help="Clip each unit's contribution vector to this L1 norm (pseudo-counts), and "
                    "record the bound for add-noise. No bound given = none recorded.")
-@click.option("--grid", type=float, default=2.0 ** -10, show_default=True,
+@click.option("--grid", type=FiniteFloat(), default=2.0 ** -10, show_default=True,
               help="With --max-l1: counts are floored onto multiples of this step, so sums are "
                    "exact and the discrete noise of add-noise applies.")
 @output_option

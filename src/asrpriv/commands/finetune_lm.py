@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from asrpriv.options import check_output_path, common_options, seed_option
+from asrpriv.options import FiniteFloat, check_output_path, common_options, seed_option
 
 
 @click.command("finetune-lm")
@@ -34,7 +34,7 @@ from asrpriv.options import check_output_path, common_options, seed_option
 @click.option("--hidden-dim", type=click.IntRange(min=1), default=None, help="LSTM hidden size [512].")
 @click.option("--layers", type=click.IntRange(min=1), default=None,
               help="Transformer blocks [3] or LSTM layers [2].")
-@click.option("--dropout", type=click.FloatRange(0.0, 1.0, max_open=True), default=None,
+@click.option("--dropout", type=FiniteFloat(0.0, 1.0, max_open=True), default=None,
               help="Dropout probability [0.1].")
 @click.option("--tie-embeddings/--no-tie-embeddings", default=None,
               help="Share the input embedding and output weight [no].")
@@ -44,7 +44,7 @@ from asrpriv.options import check_output_path, common_options, seed_option
                    "client-001: SGD lr 1.0, 1 epoch, batch 8 sentences, Eq. 2 per-utterance loss, no clip. "
                    "The options below override it.")
 @click.option("--optimizer", type=click.Choice(["sgd", "adam"]), default=None, help="Optimizer.")
-@click.option("--lr", type=click.FloatRange(min=0.0, min_open=True), default=None, help="Learning rate.")
+@click.option("--lr", type=FiniteFloat(min=0.0, min_open=True), default=None, help="Learning rate.")
 @click.option("--epochs", type=click.IntRange(min=1), default=None, help="Epochs (passes over --train).")
 @click.option("--batch-size", type=click.IntRange(min=1), default=None, help="Sentences per batch.")
 @click.option("--batch-by", type=click.Choice(["sentences", "tokens"]), default=None,
@@ -53,7 +53,7 @@ from asrpriv.options import check_output_path, common_options, seed_option
 @click.option("--loss-norm", type=click.Choice(["utterance", "token"]), default=None,
               help="utterance: mean over sentences of per-sentence mean NLL (001 Eq. 2-4); "
                    "token: mean NLL over all predicted tokens.")
-@click.option("--max-grad-norm", type=click.FloatRange(min=0.0), default=None,
+@click.option("--max-grad-norm", type=FiniteFloat(min=0.0), default=None,
               help="Clip the gradient's L2 norm (0 = off).")
 @click.option("--confidence", default="none", show_default=True, metavar="none|hard:C|utterance|token",
               help="Confidence loss of paper 001: hard:C drops sentences whose mean word confidence "
@@ -61,7 +61,7 @@ from asrpriv.options import check_output_path, common_options, seed_option
                    "token weights each word by its own (Eq. 4). Needs a TSV 'confidence' column.")
 @click.option("--train-only", type=click.Choice(["all", "output"]), default="all", show_default=True,
               help="output: train the output layer only (seed 003); the rest stays bitwise unchanged.")
-@click.option("--lr-decay", type=click.FloatRange(0.0, 1.0, min_open=True), default=0.5, show_default=True,
+@click.option("--lr-decay", type=FiniteFloat(0.0, 1.0, min_open=True), default=0.5, show_default=True,
               help="With --valid: multiply the LR by this when validation loss does not improve.")
 @click.option("--patience", type=click.IntRange(min=0), default=2, show_default=True,
               help="With --valid: stop after this many epochs without improvement.")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from asrpriv.options import common_options, output_option
+from asrpriv.options import FiniteFloat, common_options, output_option
 
 HELP = """Rescore N-best lists (TSV) with a neural LM and/or an n-gram LM, and re-rank them.
 
@@ -54,11 +54,11 @@ Weights from tune-weights: --weights FILE; options given on the command line win
               help="A client without a file in --factors-dir: stop, or score it without factors.")
 @click.option("--unnormalized", is_flag=True,
               help="Add the log factor to the word's log-prob without renormalizing (000 §2.1).")
-@click.option("--lm-weight", type=float, default=6.5, show_default=True,
+@click.option("--lm-weight", type=FiniteFloat(), default=6.5, show_default=True,
               help="Weight of the LM part (the AMI first pass used 6.5).")
-@click.option("--nnlm-weight", "-w", type=click.FloatRange(0.0, 1.0), default=0.5, show_default=True,
+@click.option("--nnlm-weight", "-w", type=FiniteFloat(0.0, 1.0), default=0.5, show_default=True,
               help="w: share of the NNLM score in the LM part (paper: 0.5).")
-@click.option("--word-penalty", type=float, default=-0.431, show_default=True,
+@click.option("--word-penalty", type=FiniteFloat(), default=-0.431, show_default=True,
               help="Added per word, nats (ln 0.65 = -0.431, the AMI first pass).")
 @click.option("--weights", "weights_file", metavar="FILE", default=None,
               help="Weights file from tune-weights (#lm_weight=, #nnlm_weight=, #word_penalty=).")

@@ -89,7 +89,10 @@ def read_wordlist(path: str) -> list[str]:
     for lineno, line in iter_lines(path):
         if line.startswith("#") or not line.strip():
             continue
-        word = line.split("\t")[0].split()[0] if line.split() else ""
+        first = line.split("\t")[0].split()
+        if not first:
+            raise InputError(path, lineno, "expected a word at the start of the line")
+        word = first[0]
         if word in seen:
             raise InputError(path, lineno, f"duplicate word {word!r} in vocabulary")
         seen.add(word)

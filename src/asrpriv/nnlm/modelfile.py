@@ -124,7 +124,9 @@ def read_model_file(path: str) -> dict:
                                          "a model file never holds (read with weights_only=True)"
                              ) from None
         raise InputError(path, None, "not a PyTorch model file") from None
-    except (RuntimeError, EOFError, ValueError, OSError, zipfile.BadZipFile) as err:
+    except Exception as err:  # noqa: BLE001 - any failure to parse untrusted bytes
+        if isinstance(err, MemoryError):
+            raise
         first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
         raise InputError(path, None, f"not a readable PyTorch model file ({first})") from None
     if not isinstance(payload, dict) or payload.get("format") != FORMAT:

@@ -47,6 +47,8 @@ def parse_grid(text: str, name: str) -> list[float]:
             if len(parts) != 3:
                 raise ValueError
             start, stop, step = parts
+            if not all(math.isfinite(x) for x in parts):
+                raise AsrprivError(f"{name}: expected finite numbers, got {text!r}")
             if step <= 0 or stop < start:
                 raise AsrprivError(f"{name}: expected START:STOP:STEP with STEP > 0 and STOP >= START")
             count = int(math.floor((stop - start) / step + 1e-9)) + 1
