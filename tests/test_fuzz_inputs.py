@@ -60,8 +60,8 @@ def mutated(draw, base: str) -> bytes:
     if kind == "text":
         return draw(st.text(max_size=200)).encode("utf-8", "surrogatepass")
     if kind == "empty":
-        return draw(st.sampled_from([b"", b"\n", b"\ufeff".decode("latin-1").encode("latin-1"),
-                                     "\ufeff".encode(), b"#\n", b"# comment\n", b"\n\n\n"]))
+        return draw(st.sampled_from([b"", b"\n", "\ufeff".encode(), "\ufeff\n".encode(), b"#\n",
+                                     b"# comment\n", b"\n\n\n"]))
     data = base.encode()
     if kind == "truncate":
         return data[:draw(st.integers(0, len(data)))]

@@ -209,6 +209,9 @@ def _build_checked(config: dict, state: dict, path: str):
     The shapes come from a model built on torch's ``meta`` device, so a config that claims
     huge dimensions never allocates memory; only a state dict that matches them is loaded.
     """
+    if config.get("layers", 0) > len(state):  # each layer holds tensors: a bogus count would
+        raise InputError(path, None, f"bad model config: {config['layers']} layers, but the state "
+                                     f"dict holds {len(state)} tensors")  # take ages to build
     try:
         with torch.device("meta"):
             shapes = {k: tuple(v.shape) for k, v in build_model(config).state_dict().items()}

@@ -230,6 +230,11 @@ class Rescorer:
             acoustic = [-(r - 1.0) for r in ranks]
         total = self.weights.total
         scores = [total(acoustic[k], lm_scores[k], nn_scores[k], len(hyps[k].words)) for k in range(n)]
+        for k, score in enumerate(scores):
+            if not math.isfinite(score):  # finite parts, but weights so large that the sum overflows
+                raise InputError(reader.path, hyps[k].lineno,
+                                 f"the combined score is not finite ({score}): are --lm-weight or "
+                                 "--word-penalty, or the scores, too large?")
 
         out_index = layout.out_index
         width = len(layout.out_columns)

@@ -50,7 +50,7 @@ def merge(metas: list[tuple[str, dict[str, str]]], disjoint: bool = False) -> di
     for name, meta in metas[1:]:
         for key in MUST_AGREE:
             a, b = first.get(key, "none" if key == "noise" else ""), meta.get(key, "none" if key == "noise" else "")
-            if key == "max_l1" and a and b and Fraction(a) == Fraction(b):
+            if key == "max_l1" and a and b and _number(a, name, key) == _number(b, name, key):
                 continue
             if a != b:
                 raise AsrprivError(f"cannot sum counts with different {key}: {first_name} has "
@@ -64,13 +64,21 @@ def merge(metas: list[tuple[str, dict[str, str]]], disjoint: bool = False) -> di
         if len(values) == 1 and None not in values:
             merged[key] = values.pop()
     if all("units" in meta for _, meta in metas):
-        merged["units"] = str(sum(int(meta["units"]) for _, meta in metas))
+        merged["units"] = str(sum(int(_number(meta["units"], name, "units")) for name, meta in metas))
     if first.get("noise", "none") != "none":
-        eps = [Fraction(meta["epsilon"]) for _, meta in metas]
+        eps = [_number(meta.get("epsilon", ""), name, "epsilon") for name, meta in metas]
         merged["epsilon"] = _fmt(max(eps) if disjoint else sum(eps))
         merged["composition"] = "parallel(disjoint units)" if disjoint else "sequential"
         merged["delta"] = "0"
     return merged
+
+
+def _number(text: str, name: str, key: str) -> Fraction:
+    """A metadata number, exactly; anything else is a one-line error naming the file."""
+    try:
+        return Fraction(text)
+    except (ValueError, ZeroDivisionError):
+        raise AsrprivError(f"{name}: metadata {key}: expected a number, got {text!r}") from None
 
 
 def _fmt(value: Fraction) -> str:
