@@ -261,15 +261,35 @@ def test_output_into_fifo_is_written_not_replaced(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["in.txt", "out.fifo"]
 
 
+def _null_device(tmp_path) -> str:
+    """A /dev/null to write to that a regression cannot destroy for everyone.
+
+    As root (who could replace the real /dev/null), a private twin made with mknod (same
+    device 1,3); otherwise the real /dev/null, which a non-root process cannot replace.
+    """
+    if os.geteuid() != 0:
+        return os.devnull
+    twin = tmp_path / "null"
+    real = os.stat(os.devnull)
+    try:
+        os.mknod(twin, 0o666 | stat.S_IFCHR, real.st_rdev)
+    except OSError:
+        pytest.skip("cannot make a private null device")
+    return str(twin)
+
+
 def test_output_to_dev_null_stays_a_device(tmp_path):
     src = _counts_ok(tmp_path)
-    assert run_cli(["count-unigrams", "--text", str(src), "-o", os.devnull]).exit_code == 0
+    null = _null_device(tmp_path)
+    assert run_cli(["count-unigrams", "--text", str(src), "-o", null]).exit_code == 0
+    assert stat.S_ISCHR(os.stat(null).st_mode)
     from asrpriv.io.output import atomic_path
 
-    with atomic_path(os.devnull) as tmp:  # torch.save / savefig writers
+    with atomic_path(null) as tmp:  # torch.save / savefig writers
         with open(tmp, "w") as f:
             f.write("x")
     assert not os.path.exists(tmp)
+    assert stat.S_ISCHR(os.stat(null).st_mode)
     assert stat.S_ISCHR(os.stat(os.devnull).st_mode)
 
 
