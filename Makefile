@@ -27,7 +27,7 @@ test: $(STAMP)
 	$(PY) -m pytest -q -m "not slow" tests
 
 test-all: $(STAMP)
-	$(PY) -m pytest -q tests
+	ASRPRIV_HYPOTHESIS_PROFILE=long $(PY) -m pytest -q tests
 
 demo: $(STAMP)
 	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" bash bin/fmp-experiment --reduced examples/data/ami out/demo

@@ -10,6 +10,17 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+try:  # hypothesis profiles, chosen by ASRPRIV_HYPOTHESIS_PROFILE: "default" (`make test`; hypothesis'
+    # usual 100 examples, no deadline: the machine is shared) and "long" (`make test-all`, 10x);
+    # tests/test_fuzz_inputs.py runs an eighth of max_examples per step and input role
+    from hypothesis import settings as _hypothesis_settings
+
+    _hypothesis_settings.register_profile("default", max_examples=100, deadline=None)
+    _hypothesis_settings.register_profile("long", max_examples=1000, deadline=None)
+    _hypothesis_settings.load_profile(os.environ.get("ASRPRIV_HYPOTHESIS_PROFILE", "default"))
+except ImportError:  # hypothesis is a test extra; tests that need it import it themselves
+    pass
+
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "examples" / "data"
 AMI = DATA / "ami"

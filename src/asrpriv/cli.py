@@ -97,7 +97,7 @@ def _quiet_broken_pipe() -> None:
     try:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
-    except (OSError, ValueError):
+    except (OSError, ValueError, AttributeError):
         pass
     sys.exit(141)
 
@@ -115,8 +115,35 @@ def cli(ctx: click.Context, verbose: bool) -> None:
     ctx.meta["asrpriv.verbose"] = verbose
 
 
+class Terminated(BaseException):
+    """SIGTERM/SIGHUP arrived: unwinds the step (so atomic outputs remove their temp files)."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
+def _raise_terminated(signum: int, _frame) -> None:
+    raise Terminated(signum)
+
+
 def main(argv: list[str] | None = None) -> None:
-    """Console-script entry point."""
+    """Console-script entry point.
+
+    SIGTERM and SIGHUP raise :class:`Terminated` (a BaseException, so no handler mistakes it
+    for an error of the step); once the step has unwound and cleaned up, the process ends
+    by the same signal, as a Unix tool killed by it would.
+    """
+    import os
+
     if hasattr(signal, "SIGPIPE"):
         signal.signal(signal.SIGPIPE, signal.SIG_DFL)
-    cli.main(args=argv, prog_name="asrpriv")
+    for name in ("SIGTERM", "SIGHUP"):
+        if hasattr(signal, name):
+            signal.signal(getattr(signal, name), _raise_terminated)
+    try:
+        cli.main(args=argv, prog_name="asrpriv")
+    except Terminated as stop:
+        signal.signal(stop.signum, signal.SIG_DFL)
+        os.kill(os.getpid(), stop.signum)
+        sys.exit(128 + stop.signum)

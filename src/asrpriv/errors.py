@@ -22,7 +22,7 @@ class AsrprivError(click.ClickException):
         self.prog = "asrpriv"
 
     def show(self, file=None) -> None:  # noqa: D102 - click API
-        click.echo(f"{self.prog}: {self.format_message()}", err=True)
+        click.echo(f"{self.prog}: {one_line(self.format_message())}", err=True)
 
 
 class InputError(AsrprivError):
@@ -40,6 +40,20 @@ class InternalError(AsrprivError):
     """An unexpected failure (a bug or the environment), exit code 1."""
 
     exit_code = EXIT_INTERNAL
+
+
+def one_line(message: str) -> str:
+    """The message with line breaks and other control characters escaped, so it stays one line.
+
+    Messages quote input text, which may hold any character (``\x1e`` and ``\u2028`` break
+    lines too); a log reader must see exactly one line per error.
+    """
+    import unicodedata
+
+    if message.isprintable():
+        return message
+    return "".join(c if c.isprintable() or (c == " ") else
+                   (repr(c)[1:-1] if unicodedata.category(c)[0] in "CZ" else c) for c in message)
 
 
 def display_name(path: str | None) -> str:

@@ -8,6 +8,31 @@ from typing import Callable
 import click
 
 
+class FiniteFloat(click.FloatRange):
+    """A float option that refuses NaN and infinities (click's FloatRange lets NaN through).
+
+    Non-finite values end the step with one line (exit 2); range bounds work as in FloatRange.
+    """
+
+    name = "float"
+
+    def convert(self, value, param, ctx):
+        import math
+
+        from asrpriv.errors import AsrprivError
+
+        rv = click.FLOAT.convert(value, param, ctx)
+        if not math.isfinite(rv):
+            name = param.opts[-1] if param is not None and param.opts else "value"
+            raise AsrprivError(f"{name}: expected a finite number, got {value!r}")
+        return super().convert(rv, param, ctx)
+
+    def _describe_range(self) -> str:  # click's help text: nothing for an unbounded float
+        if self.min is None and self.max is None:
+            return ""
+        return super()._describe_range()
+
+
 def _set_meta(key: str):
     def callback(ctx: click.Context, _param: click.Parameter, value):
         if value:
@@ -28,11 +53,21 @@ def common_options(func: Callable) -> Callable:
     return func
 
 
+def check_output_path(_ctx: click.Context, param: click.Parameter, value):
+    """Click callback: an output path that cannot be written fails before any work starts."""
+    from asrpriv.io.output import check_writable
+
+    if value is not None:
+        check_writable(value, "/".join(param.opts[-1:]) or "-o")
+    return value
+
+
 def output_option(func: Callable) -> Callable:
     """``-o/--output FILE``: standard output by default; a file is written atomically."""
     return click.option("-o", "--output", "output", default="-", show_default=True,
-                        metavar="FILE",
-                        help="Output file ('-' = stdout); written atomically.")(func)
+                        metavar="FILE", callback=check_output_path,
+                        help="Output file ('-' = stdout); written atomically (a symlink is "
+                             "written through, a FIFO or device directly).")(func)
 
 
 def seed_option(help_text: str = "Seed for the random generator (repeatable runs).") -> Callable:

@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import os
-
 import click
 
 from asrpriv.errors import AsrprivError
-from asrpriv.options import common_options, info, output_option, warn
+from asrpriv.options import FiniteFloat, common_options, info, output_option, warn
 
 
 @click.command("count-unigrams")
@@ -16,7 +14,7 @@ from asrpriv.options import common_options, info, output_option, warn
               help="INPUT is text (one sentence per line), each word weighing 1: how the "
                    "background unigram u(w) is made from a corpus. Default: an N-best TSV.")
 @click.option("--ids", is_flag=True, help="With --text: Kaldi text, the first token is the utterance id.")
-@click.option("--sigma", type=float, default=5.0, show_default=True,
+@click.option("--sigma", type=FiniteFloat(), default=5.0, show_default=True,
               help="Bandwidth of the rank kernel K(s) = exp(-(rank-1)^2 / (2 sigma^2)) (000 Eq. 3); "
                    "0.1 ~ 1-best only, 100 ~ uniform over the N-best.")
 @click.option("--top", type=click.IntRange(min=1), default=None,
@@ -28,10 +26,10 @@ from asrpriv.options import common_options, info, output_option, warn
               help="Map utterance id -> client (Kaldi two-column file).")
 @click.option("--unit", type=click.Choice(["utterance", "client"]), default="utterance",
               show_default=True, help="The adjacency unit whose whole contribution --max-l1 bounds.")
-@click.option("--max-l1", "max_l1", type=float, default=None,
+@click.option("--max-l1", "max_l1", type=FiniteFloat(), default=None,
               help="Clip each unit's contribution vector to this L1 norm (pseudo-counts), and "
                    "record the bound for add-noise. No bound given = none recorded.")
-@click.option("--grid", type=float, default=2.0 ** -10, show_default=True,
+@click.option("--grid", type=FiniteFloat(), default=2.0 ** -10, show_default=True,
               help="With --max-l1: counts are floored onto multiples of this step, so sums are "
                    "exact and the discrete noise of add-noise applies.")
 @click.option("--partition", metavar="NAME", default=None,
@@ -60,12 +58,15 @@ def count_unigrams(input_path, text_mode, ids, sigma, top, by_client, utt2client
 
     import math
 
-    if not sigma > 0 or not math.isfinite(sigma):
-        raise AsrprivError("--sigma must be a finite number > 0")
-    if max_l1 is not None and (not max_l1 > 0 or not math.isfinite(max_l1)):
-        raise AsrprivError("--max-l1 must be a finite number > 0")
-    if not grid > 0 or not math.isfinite(grid):
-        raise AsrprivError("--grid must be a finite number > 0")
+    if not (math.isfinite(sigma) and sigma > 0):
+        raise AsrprivError(f"--sigma must be a finite number > 0, got {sigma}")
+    if max_l1 is not None and not (math.isfinite(max_l1) and max_l1 > 0):
+        raise AsrprivError(f"--max-l1 must be a finite number > 0, got {max_l1}")
+    if not (math.isfinite(grid) and grid > 0):
+        raise AsrprivError(f"--grid must be a finite number > 0, got {grid}")
+    if max_l1 is not None and max_l1 / grid > 2.0 ** 52:
+        raise AsrprivError(f"--max-l1 / --grid must be at most 2^52 grid steps (exact float sums), "
+                           f"got {max_l1 / grid:.3g}")
     labels = {}
     if partition is not None:
         from asrpriv.privacy.history import check_partition
@@ -97,15 +98,14 @@ def count_unigrams(input_path, text_mode, ids, sigma, top, by_client, utt2client
         return CountAccumulator(max_l1, grid)
 
     if text_mode:
-        result = count_text(input_path, ids, client_of, unit, by_client is not None, make_accumulator)
+        result = count_text(input_path, ids, client_of, unit, by_client is not None, make_accumulator,
+                            warn=warn)
         settings = {"source": "text"}
     else:
         result = count_nbest(input_path, sigma, top, client_of, unit, by_client is not None,
                              make_accumulator)
         settings = {"source": "nbest", "sigma": sigma, "top": top}
     bound = {"unit": unit, "max_l1": max_l1, "grid": grid} if max_l1 is not None else {}
-    if by_client:
-        os.makedirs(by_client, exist_ok=True)
     clipped, units = write_outputs(result, output, by_client, {**settings, **bound, **labels})
     if debug_private:  # exact, un-noised statistics of the private input
         info(f"count-unigrams: {units} {unit}(s)"

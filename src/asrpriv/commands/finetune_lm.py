@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from asrpriv.options import common_options, seed_option
+from asrpriv.options import FiniteFloat, check_output_path, common_options, seed_option
 
 
 @click.command("finetune-lm")
@@ -14,11 +14,11 @@ from asrpriv.options import common_options, seed_option
 @click.option("--valid", "valid_path", default=None, metavar="FILE",
               help="Validation text (same formats): per-epoch loss, LR decay, early stop, best kept.")
 @click.option("--ids", is_flag=True, help="Plain-text inputs are Kaldi text (first field = utterance id).")
-@click.option("-o", "--output", required=True, metavar="FILE",
+@click.option("-o", "--output", required=True, metavar="FILE", callback=check_output_path,
               help="The trained model file ('-' = stdout); written atomically.")
 @click.option("--init", "init_path", default=None, metavar="FILE",
               help="Fine-tune this model (its vocabulary and architecture are kept).")
-@click.option("--delta-out", default=None, metavar="FILE",
+@click.option("--delta-out", default=None, metavar="FILE", callback=check_output_path,
               help="With --init: write the delta init - new (paper 001's sign) with its weight "
                    "(number of training words).")
 @click.option("--arch", type=click.Choice(["transformer", "lstm"]), default="transformer",
@@ -34,7 +34,7 @@ from asrpriv.options import common_options, seed_option
 @click.option("--hidden-dim", type=click.IntRange(min=1), default=None, help="LSTM hidden size [512].")
 @click.option("--layers", type=click.IntRange(min=1), default=None,
               help="Transformer blocks [3] or LSTM layers [2].")
-@click.option("--dropout", type=click.FloatRange(0.0, 1.0, max_open=True), default=None,
+@click.option("--dropout", type=FiniteFloat(0.0, 1.0, max_open=True), default=None,
               help="Dropout probability [0.1].")
 @click.option("--tie-embeddings/--no-tie-embeddings", default=None,
               help="Share the input embedding and output weight [no].")
@@ -44,7 +44,7 @@ from asrpriv.options import common_options, seed_option
                    "client-001: SGD lr 1.0, 1 epoch, batch 8 sentences, Eq. 2 per-utterance loss, no clip. "
                    "The options below override it.")
 @click.option("--optimizer", type=click.Choice(["sgd", "adam"]), default=None, help="Optimizer.")
-@click.option("--lr", type=click.FloatRange(min=0.0, min_open=True), default=None, help="Learning rate.")
+@click.option("--lr", type=FiniteFloat(min=0.0, min_open=True), default=None, help="Learning rate.")
 @click.option("--epochs", type=click.IntRange(min=1), default=None, help="Epochs (passes over --train).")
 @click.option("--batch-size", type=click.IntRange(min=1), default=None, help="Sentences per batch.")
 @click.option("--batch-by", type=click.Choice(["sentences", "tokens"]), default=None,
@@ -53,7 +53,7 @@ from asrpriv.options import common_options, seed_option
 @click.option("--loss-norm", type=click.Choice(["utterance", "token"]), default=None,
               help="utterance: mean over sentences of per-sentence mean NLL (001 Eq. 2-4); "
                    "token: mean NLL over all predicted tokens.")
-@click.option("--max-grad-norm", type=click.FloatRange(min=0.0), default=None,
+@click.option("--max-grad-norm", type=FiniteFloat(min=0.0), default=None,
               help="Clip the gradient's L2 norm (0 = off).")
 @click.option("--confidence", default="none", show_default=True, metavar="none|hard:C|utterance|token",
               help="Confidence loss of paper 001: hard:C drops sentences whose mean word confidence "
@@ -61,10 +61,13 @@ from asrpriv.options import common_options, seed_option
                    "token weights each word by its own (Eq. 4). Needs a TSV 'confidence' column.")
 @click.option("--train-only", type=click.Choice(["all", "output"]), default="all", show_default=True,
               help="output: train the output layer only (seed 003); the rest stays bitwise unchanged.")
-@click.option("--lr-decay", type=click.FloatRange(0.0, 1.0, min_open=True), default=0.5, show_default=True,
+@click.option("--lr-decay", type=FiniteFloat(0.0, 1.0, min_open=True), default=0.5, show_default=True,
               help="With --valid: multiply the LR by this when validation loss does not improve.")
 @click.option("--patience", type=click.IntRange(min=0), default=2, show_default=True,
               help="With --valid: stop after this many epochs without improvement.")
+@click.option("--max-words", type=click.IntRange(min=1), default=1000, show_default=True,
+              help="Refuse (FILE:LINE) a sentence longer than this many words (training cost "
+                   "grows with the square of a sentence's length).")
 @click.option("--threads", type=click.IntRange(min=0), default=0, show_default=True,
               help="CPU threads for torch (0 = OMP_NUM_THREADS if set, else min(CPUs, 4)). "
                    "Runs are bit-for-bit repeatable at a fixed thread count.")
@@ -73,7 +76,7 @@ from asrpriv.options import common_options, seed_option
 def finetune_lm(train_path, valid_path, ids, output, init_path, delta_out, arch, vocab_size,
                 min_count, emb_dim, ffn_dim, heads, hidden_dim, layers, dropout, tie_embeddings,
                 recipe, optimizer, lr, epochs, batch_size, batch_by, loss_norm, max_grad_norm, confidence,
-                train_only, lr_decay, patience, threads, seed):
+                train_only, lr_decay, patience, max_words, threads, seed):
     """Train a word-level neural LM (Transformer or LSTM), or fine-tune one with --init.
 
     Sentences are scored ARPA-style: <s> is context, every word and </s> are predicted.
@@ -88,7 +91,7 @@ def finetune_lm(train_path, valid_path, ids, output, init_path, delta_out, arch,
     """
     from asrpriv.errors import AsrprivError
     from asrpriv.nnlm.finetune import FinetuneRequest, run_finetune
-    from asrpriv.options import info
+    from asrpriv.options import info, warn
     from asrpriv.progress import Progress
 
     request = FinetuneRequest(
@@ -101,12 +104,12 @@ def finetune_lm(train_path, valid_path, ids, output, init_path, delta_out, arch,
         overrides={"optimizer": optimizer, "lr": lr, "epochs": epochs, "batch_size": batch_size,
                    "batch_by": batch_by, "loss_norm": loss_norm, "max_grad_norm": max_grad_norm},
         confidence=confidence, train_only=train_only, lr_decay=lr_decay, patience=patience,
-        threads=threads, seed=seed)
+        threads=threads, seed=seed, max_words=max_words)
     import sys
 
-    if output == "-" and sys.stdout.isatty():
+    if output == "-" and sys.stdout is not None and sys.stdout.isatty():
         raise AsrprivError("refusing to write a binary model file to a terminal; use -o FILE")
     try:
-        run_finetune(request, progress=lambda: Progress("tokens"), talk=info)
+        run_finetune(request, progress=lambda: Progress("tokens"), talk=info, warn=warn)
     except ValueError as err:  # inconsistent options or data, found by the library
         raise AsrprivError(str(err)) from None

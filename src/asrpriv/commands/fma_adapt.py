@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from asrpriv.options import common_options, output_option
+from asrpriv.options import FiniteFloat, common_options, output_option
 
 
 @click.command("fma-adapt")
@@ -14,11 +14,11 @@ from asrpriv.options import common_options, output_option
               help="Aggregated counts of all clients (qbar).")
 @click.option("--personal", "personal_path", metavar="COUNTS", default=None,
               help="This client's counts (q).")
-@click.option("--alpha", type=float, default=0.5, show_default=True, help="Weight of qbar in g (000 Eq. 2).")
-@click.option("--beta", type=float, default=0.25, show_default=True, help="Weight of q in g (000 Eq. 2).")
-@click.option("--lambda", "lam", type=float, default=1.0, show_default=True,
+@click.option("--alpha", type=FiniteFloat(), default=0.5, show_default=True, help="Weight of qbar in g (000 Eq. 2).")
+@click.option("--beta", type=FiniteFloat(), default=0.25, show_default=True, help="Weight of q in g (000 Eq. 2).")
+@click.option("--lambda", "lam", type=FiniteFloat(), default=1.0, show_default=True,
               help="Exponent of the factor (g/u)^lambda (000 Eq. 1).")
-@click.option("--smoothing", type=float, default=0.0, show_default=True,
+@click.option("--smoothing", type=FiniteFloat(), default=0.0, show_default=True,
               help="Additive smoothing (pseudo-counts per word) of qbar and q over the background "
                    "vocabulary (000 Eq. 4 'Smoothing').")
 @click.option("--allow-seeded-test-noise", "allow_seeded", is_flag=True,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from asrpriv.options import common_options, output_option
+from asrpriv.options import common_options, output_option, warn
 
 
 @click.command("perplexity")
@@ -17,9 +17,11 @@ from asrpriv.options import common_options, output_option
               help="Sentences per batch (neural LMs).")
 @click.option("--threads", type=click.IntRange(min=0), default=0, show_default=True,
               help="CPU threads for torch (0 = OMP_NUM_THREADS if set, else min(CPUs, 4)).")
+@click.option("--max-words", type=click.IntRange(min=1), default=1000, show_default=True,
+              help="Neural LMs: refuse (FILE:LINE) a sentence longer than this many words.")
 @output_option
 @common_options
-def perplexity(text, lm_path, ids, as_json, batch_size, threads, output):
+def perplexity(text, lm_path, ids, as_json, batch_size, threads, max_words, output):
     """Perplexity of an LM on TEXT (one sentence a line; stdin by default).
 
     Neural and n-gram LMs use the same conventions, so their numbers compare: each sentence's
@@ -42,7 +44,10 @@ def perplexity(text, lm_path, ids, as_json, batch_size, threads, output):
     neural = is_model_file(lm_path)
     if not neural:
         lm = ppl.load_kenlm(lm_path)  # before reading stdin: a bad LM fails fast
-    sentences = read_corpus(text, ids=ids).sentences
+    corpus = read_corpus(text, ids=ids, max_words=max_words if neural else None)
+    for note in corpus.notes:
+        warn(f"{display_name(text)}: {note}")
+    sentences = corpus.sentences
     if not sentences:
         raise InputError(text, None, "empty input: expected sentences")
     if neural:

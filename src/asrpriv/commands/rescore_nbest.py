@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from asrpriv.options import common_options, output_option
+from asrpriv.options import FiniteFloat, common_options, output_option
 
 HELP = """Rescore N-best lists (TSV) with a neural LM and/or an n-gram LM, and re-rank them.
 
@@ -54,11 +54,11 @@ Weights from tune-weights: --weights FILE; options given on the command line win
               help="A client without a file in --factors-dir: stop, or score it without factors.")
 @click.option("--unnormalized", is_flag=True,
               help="Add the log factor to the word's log-prob without renormalizing (000 §2.1).")
-@click.option("--lm-weight", type=float, default=6.5, show_default=True,
+@click.option("--lm-weight", type=FiniteFloat(), default=6.5, show_default=True,
               help="Weight of the LM part (the AMI first pass used 6.5).")
-@click.option("--nnlm-weight", "-w", type=click.FloatRange(0.0, 1.0), default=0.5, show_default=True,
+@click.option("--nnlm-weight", "-w", type=FiniteFloat(0.0, 1.0), default=0.5, show_default=True,
               help="w: share of the NNLM score in the LM part (paper: 0.5).")
-@click.option("--word-penalty", type=float, default=-0.431, show_default=True,
+@click.option("--word-penalty", type=FiniteFloat(), default=-0.431, show_default=True,
               help="Added per word, nats (ln 0.65 = -0.431, the AMI first pass).")
 @click.option("--weights", "weights_file", metavar="FILE", default=None,
               help="Weights file from tune-weights (#lm_weight=, #nnlm_weight=, #word_penalty=).")
@@ -74,6 +74,9 @@ Weights from tune-weights: --weights FILE; options given on the command line win
               help="Padded positions per NNLM forward pass (rows x longest row); for a "
                    "Transformer, prefix-tree nodes (each distinct history of an utterance's "
                    "hypotheses is computed once).")
+@click.option("--max-words", type=click.IntRange(min=1), default=1000, show_default=True,
+              help="With --nnlm: refuse (FILE:LINE) a hypothesis longer than this many words "
+                   "(Transformer attention costs memory and time quadratic in its length).")
 @click.option("--chunk-utts", type=click.IntRange(min=1), default=256, show_default=True,
               help="Utterances read and scored together (bounds memory).")
 @output_option
@@ -81,7 +84,7 @@ Weights from tune-weights: --weights FILE; options given on the command line win
 @click.pass_context
 def rescore_nbest(ctx: click.Context, inputs, nnlm, ngram, factors_file, factors_dir, missing_factors,
                   unnormalized, lm_weight, nnlm_weight, word_penalty, weights_file, reuse_scores, best,
-                  device, threads, batch_tokens, chunk_utts, output) -> None:
+                  device, threads, batch_tokens, max_words, chunk_utts, output) -> None:
     from asrpriv.errors import AsrprivError
     from asrpriv.io.output import open_output
     from asrpriv.options import info, is_verbose
@@ -134,7 +137,7 @@ def rescore_nbest(ctx: click.Context, inputs, nnlm, ngram, factors_file, factors
             factors.vector(factors_file)  # a bad factors file fails before any output
 
     rescorer = Rescorer(weights, nnlm_scorer, ngram_scorer, factors, reuse_scores=reuse_scores,
-                        best=best, chunk_utts=chunk_utts)
+                        best=best, chunk_utts=chunk_utts, max_words=max_words)
     with Progress("utt") as progress, open_output(output) as out:
         stats = rescorer.run(inputs, out, progress)
     if rescorer.layout is not None and is_verbose():

@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from asrpriv.errors import AsrprivError
-from asrpriv.options import common_options, output_option, warn
+from asrpriv.options import FiniteFloat, check_output_path, common_options, output_option, warn
 
 
 @click.command("score-wer")
@@ -30,13 +30,13 @@ from asrpriv.options import common_options, output_option, warn
                    "well-known); words made only of punctuation are dropped.")
 @click.option("--utt2spk", "utt2spk_path", default=None, metavar="FILE",
               help="Kaldi utt2spk map: add a per-speaker table (every reference id needs one).")
-@click.option("--details", "details_path", default=None, metavar="FILE",
+@click.option("--details", "details_path", default=None, metavar="FILE", callback=check_output_path,
               help="Write per-utterance alignments (REF/HYP/Eval lines with S/D/I marks, like "
                    "sclite pralign) of HYP to FILE, atomically.")
 @click.option("--allow-extra", is_flag=True,
               help="Ignore hypothesis ids that are not in the reference (with a warning) "
                    "instead of stopping with an error.")
-@click.option("--alpha", type=click.FloatRange(0.0, 1.0, min_open=True, max_open=True),
+@click.option("--alpha", type=FiniteFloat(0.0, 1.0, min_open=True, max_open=True),
               default=0.05, show_default=True,
               help="Significance level of the two-sided MAPSSWE test (--compare).")
 @output_option

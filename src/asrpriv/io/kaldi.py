@@ -8,14 +8,22 @@ from asrpriv.errors import InputError
 from asrpriv.io.lines import iter_lines
 
 
-def iter_text(path: str | None) -> Iterator[tuple[int, str, list[str]]]:
-    """Yield ``(line_number, utt_id, words)`` of a Kaldi text file; words may be empty."""
-    for lineno, line in iter_lines(path):
+def iter_text(path: str | None, lines=None) -> Iterator[tuple[int, str, list[str]]]:
+    """Yield ``(line_number, utt_id, words)`` of a Kaldi text file; words may be empty.
+
+    A duplicate utterance id is an InputError (it would be counted as two utterances, e.g.
+    twice the contribution bound of one unit). ``lines``: an already-open ``iter_lines(path)``.
+    """
+    seen: set[str] = set()
+    for lineno, line in (lines if lines is not None else iter_lines(path)):
         if not line.strip():
             continue  # blank lines carry nothing
         if line[0].isspace():
             raise InputError(path, lineno, "line without an utterance id (it starts with white space)")
         parts = line.split()
+        if parts[0] in seen:
+            raise InputError(path, lineno, f"duplicate utterance id {parts[0]!r}")
+        seen.add(parts[0])
         yield lineno, parts[0], parts[1:]
 
 

@@ -2,12 +2,22 @@
 
 Every reader of the project goes through :func:`iter_lines`, so every format gets the same
 checks: invalid UTF-8 and binary data (NUL bytes) stop the step with ``FILE:LINE``.
+
+Two more rules hold for every input (docs/FORMATS.md):
+
+* a UTF-8 byte order mark (``EF BB BF``) at the very start of a file is removed once, so it
+  never becomes part of the first word or column name (a BOM anywhere else is kept: it is
+  text);
+* a line longer than :func:`max_line_bytes` (default 1 MiB, environment variable
+  ``ASRPRIV_MAX_LINE_BYTES``) stops the step with ``FILE:LINE``, so a newline-free input is
+  never held whole in memory.
 """
 
 from __future__ import annotations
 
 import gzip
 import io
+import os
 import sys
 from typing import BinaryIO, Iterator
 
@@ -15,11 +25,41 @@ from asrpriv.errors import InputError, display_name
 
 #: bytes read per block by :func:`iter_blocks`
 BLOCK_SIZE = 1 << 22
+#: the UTF-8 byte order mark, dropped from the start of every input
+BOM = b"\xef\xbb\xbf"
+#: default longest line, in bytes (its line ending not counted); ASRPRIV_MAX_LINE_BYTES overrides it
+DEFAULT_MAX_LINE_BYTES = 1 << 20
+MAX_LINE_ENV = "ASRPRIV_MAX_LINE_BYTES"
+
+
+def max_line_bytes() -> int:
+    """The longest accepted line in bytes: ``$ASRPRIV_MAX_LINE_BYTES`` or 1 MiB."""
+    from asrpriv.errors import AsrprivError
+
+    raw = os.environ.get(MAX_LINE_ENV, "").strip()
+    if not raw:
+        return DEFAULT_MAX_LINE_BYTES
+    try:
+        value = int(raw)
+    except ValueError:
+        raise AsrprivError(f"{MAX_LINE_ENV}={raw!r}: expected a positive integer (bytes)") from None
+    if value < 1:
+        raise AsrprivError(f"{MAX_LINE_ENV}={raw!r}: expected a positive integer (bytes)")
+    return value
+
+
+def _too_long(path: str | None, lineno: int, limit: int) -> InputError:
+    return InputError(path, lineno, f"line longer than {limit} bytes (the limit is set by "
+                                    f"{MAX_LINE_ENV}; is this a text file?)")
 
 
 def open_binary(path: str | None) -> BinaryIO:
     """Open a path (``-``/None = stdin) for binary reading; ``.gz`` is decompressed."""
     if path is None or str(path) == "-":
+        if sys.stdin is None:
+            from asrpriv.errors import AsrprivError
+
+            raise AsrprivError("standard input is closed; give an input file")
         return sys.stdin.buffer
     stream = open(path, "rb")  # noqa: SIM115 - caller closes
     if str(path).endswith(".gz"):
@@ -40,16 +80,26 @@ def decode_line(raw: bytes, path: str | None, lineno: int) -> str:
 
 def iter_lines(path: str | None) -> Iterator[tuple[int, str]]:
     """Yield ``(line_number, line)`` with line endings removed; line numbers start at 1."""
+    limit = max_line_bytes()
     stream = open_binary(path)
     try:
-        for lineno, raw in enumerate(stream, 1):
+        lineno = 0
+        while True:
+            raw = stream.readline(limit + 1)
+            if not raw:
+                break
+            lineno += 1
+            if len(raw) > limit and not (len(raw) == limit + 1 and raw.endswith(b"\n")):
+                raise _too_long(path, lineno, limit)
+            if lineno == 1 and raw.startswith(BOM):
+                raw = raw[len(BOM):]
             yield lineno, decode_line(raw, path, lineno).rstrip("\r\n")
     except (OSError, EOFError) as err:
         if isinstance(err, FileNotFoundError):
             raise
         raise InputError(path, None, f"cannot read: {err}") from None
     finally:
-        if stream is not sys.stdin.buffer:
+        if not _is_stdin(stream):
             stream.close()
 
 
@@ -59,27 +109,44 @@ def iter_blocks(path: str | None, block_size: int = BLOCK_SIZE) -> Iterator[tupl
     For fast whole-text scans (counting words): one decode and one ``split`` per block
     instead of per line. A bad byte is located to its line before the error is raised.
     """
+    limit = max_line_bytes()
     stream = open_binary(path)
     lineno = 1
     tail = b""
+    first = True
     try:
         while True:
             chunk = stream.read(block_size)
             if not chunk:
                 break
+            if first:
+                first = False
+                if chunk.startswith(BOM):
+                    chunk = chunk[len(BOM):]
+                elif len(chunk) < len(BOM) and BOM.startswith(chunk):
+                    chunk += stream.read(len(BOM))  # a short read cut the BOM
+                    chunk = chunk[len(BOM):] if chunk.startswith(BOM) else chunk
             data = tail + chunk
             cut = data.rfind(b"\n") + 1
             if cut == 0:
                 tail = data
+                if len(tail) > limit:
+                    raise _too_long(path, lineno, limit)
                 continue
             block, tail = data[:cut], data[cut:]
+            if len(tail) > limit:
+                raise _too_long(path, lineno + block.count(b"\n"), limit)
             yield lineno, _decode_block(block, path, lineno)
             lineno += block.count(b"\n")
         if tail:
             yield lineno, _decode_block(tail, path, lineno)
     finally:
-        if stream is not sys.stdin.buffer:
+        if not _is_stdin(stream):
             stream.close()
+
+
+def _is_stdin(stream) -> bool:
+    return sys.stdin is not None and stream is sys.stdin.buffer
 
 
 def _decode_block(block: bytes, path: str | None, first_line: int) -> str:
@@ -100,4 +167,4 @@ def require_nonempty(seen_any: bool, path: str | None, what: str) -> None:
 
 
 __all__ = ["iter_lines", "iter_blocks", "open_binary", "decode_line", "display_name",
-           "require_nonempty"]
+           "require_nonempty", "max_line_bytes", "BOM"]

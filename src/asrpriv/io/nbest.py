@@ -17,6 +17,8 @@ from asrpriv.io.lines import iter_lines
 
 REQUIRED = ("utt_id", "text")
 FLOAT_COLUMNS = ("am_score", "lm_score", "score")
+#: the largest accepted rank (a 400-digit rank would overflow the rank kernel)
+MAX_RANK = 10 ** 9
 
 
 class Hypothesis:
@@ -106,8 +108,8 @@ class NbestReader:
                     value = float(values[i])
                 except ValueError:
                     raise InputError(path, lineno, f"{name}: expected a number, got {values[i]!r}") from None
-                if math.isnan(value):
-                    raise InputError(path, lineno, f"{name}: NaN is not a score")
+                if not math.isfinite(value):
+                    raise InputError(path, lineno, f"{name}: expected a finite score, got {values[i]!r}")
             words = values[i_text].split()
             confidence = None
             if i_conf is not None:
@@ -122,12 +124,15 @@ class NbestReader:
                 current, hyps = utt_id, []
                 client = values[i_client] if i_client is not None else None
             if i_rank is not None:
+                raw_rank = values[i_rank]
                 try:
-                    rank = int(values[i_rank])
+                    rank = int(raw_rank)  # at most 4300 digits (Python's limit), else ValueError
                 except ValueError:
-                    raise InputError(path, lineno, f"rank: expected an integer, got {values[i_rank]!r}") from None
+                    raise InputError(path, lineno, f"rank: expected an integer, got {raw_rank[:40]!r}") from None
                 if rank < 1:
                     raise InputError(path, lineno, f"rank: expected >= 1, got {rank}")
+                if rank > MAX_RANK:
+                    raise InputError(path, lineno, f"rank: expected <= {MAX_RANK}, got {raw_rank[:40]!r}")
             else:
                 rank = len(hyps) + 1
             if i_client is not None and values[i_client] != client:

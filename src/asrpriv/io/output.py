@@ -1,52 +1,153 @@
-"""Atomic outputs: a file appears complete or not at all."""
+"""Outputs: a regular file appears complete or not at all; links and special files are respected.
+
+Rules for ``-o PATH`` (docs/FORMATS.md, "Outputs"):
+
+* ``-`` is standard output (a closed standard output is a one-line error, not a traceback);
+* a symlink is written through: the link is resolved and its target replaced atomically (the
+  temporary file lives in the target's directory), the link itself stays a link;
+* a FIFO, character device (``/dev/null``) or socket is written directly, as the stream it is
+  (not atomically; it is never unlinked or replaced by a regular file);
+* anything else is written to a hidden temporary file beside it and renamed on success; the
+  temporary file is removed if the step fails or is stopped by SIGTERM/SIGHUP
+  (:func:`asrpriv.cli.main` turns those signals into an exception).
+
+Error messages name the user's path, never the temporary file.
+"""
 
 from __future__ import annotations
 
 import contextlib
 import os
+import stat
 import sys
 import tempfile
 from typing import IO, Iterator
 
+from asrpriv.errors import AsrprivError
+
+
+def stdout_stream(binary: bool = False) -> IO:
+    """Standard output, or a one-line error when it is closed (``asrpriv STEP >&-``)."""
+    if sys.stdout is None:
+        raise AsrprivError("standard output is closed; give -o FILE")
+    return sys.stdout.buffer if binary else sys.stdout
+
+
+def _special(path: str) -> bool:
+    """True for an existing FIFO, character/block device or socket (followed through links)."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return False
+    return stat.S_ISFIFO(mode) or stat.S_ISCHR(mode) or stat.S_ISBLK(mode) or stat.S_ISSOCK(mode)
+
+
+def resolve_target(path: str) -> str:
+    """The file that writing ``path`` replaces: a symlink's final target, else ``path``."""
+    return os.path.realpath(path) if os.path.islink(path) else path
+
+
+def check_writable(path: str | None, what: str = "-o") -> None:
+    """Fail now, before long work, if ``path`` cannot be written (missing or read-only directory).
+
+    A special file (FIFO, device) must itself be writable; a regular file needs a writable
+    directory (the atomic rename replaces it).
+    """
+    if path is None or str(path) == "-":
+        return
+    path = str(path)
+    if os.path.isdir(path):
+        raise AsrprivError(f"{path}: is a directory ({what} expects a file)")
+    target = resolve_target(path)
+    if _special(target):
+        if not os.access(target, os.W_OK):
+            raise AsrprivError(f"{path}: not writable")
+        return
+    directory = os.path.dirname(os.path.abspath(target)) or "."
+    if not os.path.isdir(directory):
+        raise AsrprivError(f"{path}: directory {directory} does not exist")
+    if not os.access(directory, os.W_OK | os.X_OK):
+        raise AsrprivError(f"{path}: directory {directory} is not writable")
+
 
 @contextlib.contextmanager
 def open_output(path: str | None, mode: str = "w") -> Iterator[IO]:
-    """Open an output for writing: stdout for ``-``/None, else a temp file renamed on success.
+    """Open an output for writing: stdout for ``-``/None, else see the module docstring.
 
-    The temporary file lives in the target's directory (so the rename is atomic), and is
-    removed if the block raises. Text mode writes UTF-8 with ``\\n`` line endings.
+    Text mode writes UTF-8 with ``\\n`` line endings.
     """
     binary = "b" in mode
     if path is None or str(path) == "-":
-        stream = sys.stdout.buffer if binary else sys.stdout
+        stream = stdout_stream(binary)
         yield stream
         stream.flush()
         return
-    with atomic_path(path) as tmp:
-        if binary:
-            handle = open(tmp, "wb")  # noqa: SIM115
-        else:
-            handle = open(tmp, "w", encoding="utf-8", newline="\n")  # noqa: SIM115
+    target = resolve_target(str(path))
+    if _special(target):
+        with _user_path_errors(str(path)):
+            handle = open(target, "wb") if binary else \
+                open(target, "w", encoding="utf-8", newline="\n")  # noqa: SIM115
         with handle:
             yield handle
-            handle.flush()
-            os.fsync(handle.fileno())
+        return
+    with atomic_path(path) as tmp:
+        with _user_path_errors(str(path)):
+            if binary:
+                handle = open(tmp, "wb")  # noqa: SIM115
+            else:
+                handle = open(tmp, "w", encoding="utf-8", newline="\n")  # noqa: SIM115
+        with handle:
+            yield handle
+            with _user_path_errors(str(path)):
+                handle.flush()
+                os.fsync(handle.fileno())
 
 
 @contextlib.contextmanager
 def atomic_path(path: str) -> Iterator[str]:
-    """A temporary path beside ``path`` for writers that need a file name (torch.save, plots)."""
-    directory = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", suffix=".tmp", dir=directory)
+    """A temporary path for writers that need a file name (torch.save, plots), put in place on success.
+
+    For a regular file (or a symlink's target) the temporary file lies in the target's
+    directory and is renamed over it; for a FIFO or device it lies in the system's temporary
+    directory and its bytes are copied into the special file. It is removed on failure.
+    """
+    path = str(path)
+    target = resolve_target(path)
+    special = _special(target)
+    directory = None if special else (os.path.dirname(os.path.abspath(target)) or ".")
+    with _user_path_errors(path):
+        fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(target)}.", suffix=".tmp",
+                                   dir=directory)
     os.close(fd)
     try:
         yield tmp
-        os.chmod(tmp, 0o666 & ~_umask())
-        os.replace(tmp, path)
+        with _user_path_errors(path):
+            if special:
+                with open(tmp, "rb") as src, open(target, "wb") as dst:
+                    while True:
+                        block = src.read(1 << 20)
+                        if not block:
+                            break
+                        dst.write(block)
+                os.unlink(tmp)
+            else:
+                os.chmod(tmp, 0o666 & ~_umask())
+                os.replace(tmp, target)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
         raise
+
+
+@contextlib.contextmanager
+def _user_path_errors(path: str) -> Iterator[None]:
+    """Re-raise an OSError about a temporary (or resolved) file as one about the user's path."""
+    try:
+        yield
+    except OSError as err:
+        if err.filename is None or err.filename == path:
+            raise
+        raise OSError(err.errno, err.strerror, path) from None
 
 
 def _umask() -> int:

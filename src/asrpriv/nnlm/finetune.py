@@ -10,7 +10,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Callable
 
-from asrpriv.errors import AsrprivError, InputError
+from asrpriv.errors import AsrprivError, InputError, display_name
 from asrpriv.nnlm import losses
 from asrpriv.nnlm.data import read_corpus
 
@@ -37,6 +37,7 @@ class FinetuneRequest:
     patience: int = 2
     threads: int = 0
     seed: int | None = None
+    max_words: int | None = None
 
 
 def choose_threads(requested: int) -> int:
@@ -58,12 +59,14 @@ def choose_threads(requested: int) -> int:
 
 
 def run_finetune(req: FinetuneRequest, progress: Callable[[], object] | None = None,
-                 talk: Callable[[str], None] = lambda s: None):
+                 talk: Callable[[str], None] = lambda s: None,
+                 warn: Callable[[str], None] | None = None):
     """Run the step; returns the :class:`asrpriv.nnlm.train.TrainResult`.
 
     Args:
         progress: makes a progress meter (``update(n, postfix)``, ``close()``), one per epoch.
         talk: prints a line for the user (stderr).
+        warn: prints a warning (stderr); default ``talk``.
     """
     from asrpriv.nnlm.train import RECIPES
 
@@ -76,7 +79,10 @@ def run_finetune(req: FinetuneRequest, progress: Callable[[], object] | None = N
     settings = dict(RECIPES[req.recipe])
     settings.update({k: v for k, v in req.overrides.items() if v is not None})
 
-    corpus = read_corpus(req.train_path, ids=req.ids)
+    warn = warn or talk
+    corpus = read_corpus(req.train_path, ids=req.ids, max_words=req.max_words)
+    for note in corpus.notes:
+        warn(f"{display_name(req.train_path)}: {note}")
     if not corpus.sentences:
         raise InputError(req.train_path, None, "empty input: expected training sentences")
     if mode != "none" and corpus.confidences is None:
@@ -84,7 +90,7 @@ def run_finetune(req: FinetuneRequest, progress: Callable[[], object] | None = N
                                                "with a 'confidence' column")
     valid = None
     if req.valid_path:
-        valid = read_corpus(req.valid_path, ids=req.ids).sentences
+        valid = read_corpus(req.valid_path, ids=req.ids, max_words=req.max_words).sentences
         if not valid:
             raise InputError(req.valid_path, None, "empty input: expected validation sentences")
 

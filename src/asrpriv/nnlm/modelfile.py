@@ -68,12 +68,14 @@ def save_model(path: str, model_or_state: Any, vocab: Vocabulary, config: dict,
         payload[key] = value
     if str(path) == "-":  # standard output: torch's zip writer needs a seekable buffer
         import io
-        import sys
+
+        from asrpriv.io.output import stdout_stream
 
         buffer = io.BytesIO()
         torch.save(payload, buffer)
-        sys.stdout.buffer.write(buffer.getvalue())
-        sys.stdout.buffer.flush()
+        stream = stdout_stream(binary=True)
+        stream.write(buffer.getvalue())
+        stream.flush()
         return
     with atomic_path(path) as tmp:
         torch.save(payload, tmp)
@@ -109,6 +111,7 @@ def read_model_file(path: str) -> dict:
     """
     import warnings
 
+    _refuse_other_formats(path)
     try:
         with warnings.catch_warnings():  # e.g. "Detected pickle protocol 4": noise on stderr
             warnings.simplefilter("ignore")
@@ -121,7 +124,9 @@ def read_model_file(path: str) -> dict:
                                          "a model file never holds (read with weights_only=True)"
                              ) from None
         raise InputError(path, None, "not a PyTorch model file") from None
-    except (RuntimeError, EOFError, ValueError, OSError, zipfile.BadZipFile) as err:
+    except Exception as err:  # noqa: BLE001 - any failure to parse untrusted bytes
+        if isinstance(err, MemoryError):
+            raise
         first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
         raise InputError(path, None, f"not a readable PyTorch model file ({first})") from None
     if not isinstance(payload, dict) or payload.get("format") != FORMAT:
@@ -133,7 +138,39 @@ def read_model_file(path: str) -> dict:
             raise InputError(path, None, f"model file lacks its {key}")
     if payload.get("kind") not in KINDS:
         raise InputError(path, None, f"unknown model file kind {payload.get('kind')!r}")
+    for name, tensor in payload["state_dict"].items():
+        if not isinstance(tensor, torch.Tensor):
+            raise InputError(path, None, f"state dict entry {name!r} is not a tensor")
+        if tensor.is_floating_point() and not bool(torch.isfinite(tensor).all()):
+            raise InputError(path, None, f"state dict entry {name!r} holds NaN or infinite values")
     return payload
+
+
+#: first bytes of files that people give where a model file is expected
+_OTHER_FORMATS = ((b"mmap lm http://kheafield.com/code", "a KenLM binary n-gram LM; give it with --ngram"),
+                  (b"\\data\\", "an ARPA n-gram LM, not a neural model file; give it with --ngram"))
+
+
+def _refuse_other_formats(path: str) -> None:
+    """Name ARPA and KenLM files for what they are (a torch error would call them a pickle)."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(4096)
+    except OSError:
+        return  # torch.load reports it
+    if head[:2] == b"\x1f\x8b":  # gzip: an .arpa.gz
+        import gzip
+        import zlib
+
+        try:
+            with gzip.open(path, "rb") as f:
+                head = f.read(4096)
+        except (OSError, EOFError, zlib.error):
+            return
+    stripped = head.lstrip(b"\xef\xbb\xbf \t\r\n")
+    for magic, what in _OTHER_FORMATS:
+        if stripped.startswith(magic):
+            raise InputError(path, None, f"is {what}")
 
 
 def vocab_and_config(payload: dict, path: str) -> tuple[Vocabulary, dict]:
@@ -143,12 +180,53 @@ def vocab_and_config(payload: dict, path: str) -> tuple[Vocabulary, dict]:
         config = make_config(payload["config"]["arch"], payload["config"]["vocab_size"],
                              **{k: v for k, v in payload["config"].items()
                                 if k not in ("arch", "vocab_size")})
-    except (ValueError, KeyError, TypeError) as err:
+    except (ValueError, KeyError, TypeError, OverflowError) as err:
         raise InputError(path, None, f"bad model config or vocabulary: {err}") from None
     if len(vocab) != config["vocab_size"]:
         raise InputError(path, None, f"vocabulary has {len(vocab)} words, config says "
                                      f"{config['vocab_size']}")
+    _check_config(config, path)
     return vocab, config
+
+
+def _check_config(config: dict, path: str) -> None:
+    """Dimensions are positive, heads divide the width, dropout lies in [0, 1)."""
+    for key in ("vocab_size", "emb_dim", "ffn_dim", "hidden_dim", "layers", "heads"):
+        if key in config and not (isinstance(config[key], int) and config[key] >= 1):
+            raise InputError(path, None, f"bad model config: {key} must be a positive integer, "
+                                         f"got {config[key]!r}")
+    if "heads" in config and config["emb_dim"] % config["heads"]:
+        raise InputError(path, None, f"bad model config: emb_dim {config['emb_dim']} is not a "
+                                     f"multiple of heads {config['heads']}")
+    dropout = config.get("dropout", 0.0)
+    if not (isinstance(dropout, float) and 0.0 <= dropout < 1.0):
+        raise InputError(path, None, f"bad model config: dropout must lie in [0, 1), got {dropout!r}")
+
+
+def _build_checked(config: dict, state: dict, path: str):
+    """Build the model of ``config`` after checking, without allocating, that ``state`` fits it.
+
+    The shapes come from a model built on torch's ``meta`` device, so a config that claims
+    huge dimensions never allocates memory; only a state dict that matches them is loaded.
+    """
+    if config.get("layers", 0) > len(state):  # each layer holds tensors: a bogus count would
+        raise InputError(path, None, f"bad model config: {config['layers']} layers, but the state "
+                                     f"dict holds {len(state)} tensors")  # take ages to build
+    try:
+        with torch.device("meta"):
+            shapes = {k: tuple(v.shape) for k, v in build_model(config).state_dict().items()}
+    except (ValueError, RuntimeError, TypeError, ZeroDivisionError, OverflowError) as err:
+        raise InputError(path, None, f"bad model config: {err}") from None
+    missing = sorted(set(shapes) - set(state))
+    extra = sorted(set(state) - set(shapes))
+    if missing or extra:
+        what = f"missing {missing[0]!r}" if missing else f"unexpected {extra[0]!r}"
+        raise InputError(path, None, f"state dict does not match its config: {what}")
+    for key, shape in shapes.items():
+        if tuple(state[key].shape) != shape:
+            raise InputError(path, None, f"state dict does not match its config: {key!r} has "
+                                         f"shape {tuple(state[key].shape)}, config implies {shape}")
+    return build_model(config)
 
 
 def load_model(path: str, device: str = "cpu"):
@@ -160,7 +238,7 @@ def load_model(path: str, device: str = "cpu"):
     if payload["kind"] != "model":
         raise InputError(path, None, f"is a {payload['kind']} file, not a model")
     vocab, config = vocab_and_config(payload, path)
-    model = build_model(config)
+    model = _build_checked(config, payload["state_dict"], path)
     try:
         model.load_state_dict(payload["state_dict"], strict=True)
     except RuntimeError as err:

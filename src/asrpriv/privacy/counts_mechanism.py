@@ -48,6 +48,8 @@ def exact_fraction(text: str, what: str) -> Fraction:
         value = Fraction(text)
     except (ValueError, ZeroDivisionError):
         raise AsrprivError(f"{what}: expected a number, got {text!r}") from None
+    if value and not 1e-300 <= abs(value) <= 1e300:  # beyond floats: the scale would overflow
+        raise AsrprivError(f"{what}: {text!r} is out of range (1e-300 to 1e300)")
     return value
 
 
@@ -92,6 +94,8 @@ def laplace_counts(meta: dict[str, str], counts: dict[str, float], vocab: list[s
         from asrpriv.unigram.counting import DEFAULT_GRID
 
         grid = Fraction(DEFAULT_GRID)
+    if grid <= 0 or sensitivity <= 0:  # never hand the sampler a zero or negative scale
+        raise AsrprivError(f"grid ({grid}) and sensitivity ({sensitivity}) in metadata must be > 0")
     gamma = float(grid)
     steps: list[int] = []
     for word in vocab:

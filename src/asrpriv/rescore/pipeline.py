@@ -102,8 +102,8 @@ def _float(path, lineno: int, name: str, text: str) -> float:
         value = float(text)
     except ValueError:
         raise InputError(path, lineno, f"{name}: expected a number, got {text!r}") from None
-    if math.isnan(value):
-        raise InputError(path, lineno, f"{name}: NaN is not a score")
+    if not math.isfinite(value):
+        raise InputError(path, lineno, f"{name}: expected a finite score, got {text!r}")
     return value
 
 
@@ -128,12 +128,14 @@ class Rescorer:
         ngram: an :class:`asrpriv.rescore.ngram.NgramScorer`, or None.
         factors: an :class:`asrpriv.rescore.factors.FactorTable` (needs ``nnlm``), or None.
         reuse_scores: use ``nnlm_score``/``ngram_score`` columns already in the input.
+        max_words: with an NNLM, a longer hypothesis is an InputError (FILE:LINE).
         best: write Kaldi text of each utterance's best hypothesis instead of the TSV.
         chunk_utts: utterances scored together.
     """
 
     def __init__(self, weights: Weights, nnlm=None, ngram=None, factors=None,
-                 reuse_scores: bool = False, best: bool = False, chunk_utts: int = 256) -> None:
+                 reuse_scores: bool = False, best: bool = False, chunk_utts: int = 256,
+                 max_words: int | None = None) -> None:
         if factors is not None and nnlm is None:
             raise AsrprivError("--factors/--factors-dir need --nnlm (FMP factors rescale the neural LM; "
                                "for an n-gram, write an adapted ARPA with fma-adapt)")
@@ -144,6 +146,7 @@ class Rescorer:
         self.reuse_scores = reuse_scores
         self.best = best
         self.chunk_utts = max(1, int(chunk_utts))
+        self.max_words = max_words
         self.stats = Stats()
         self.layout: Layout | None = None
 
@@ -182,6 +185,13 @@ class Rescorer:
         nn_scores: list[float | None] = [None] * n
         lm_scores: list[float | None] = [None] * n
         if self.nnlm is not None:
+            if self.max_words is not None:
+                for h in hyps:
+                    if len(h.words) > self.max_words:
+                        raise InputError(reader.path, h.lineno,
+                                         f"a hypothesis of {len(h.words)} words is longer than "
+                                         f"--max-words {self.max_words} (the NNLM's cost grows "
+                                         "with its square)")
             vocab = self.nnlm.vocab
             seqs = [self.nnlm.encode(h.words) for h in hyps]
             self.stats.nnlm_oov += sum(1 for h in hyps for w in h.words if vocab.is_oov(w))
@@ -220,6 +230,11 @@ class Rescorer:
             acoustic = [-(r - 1.0) for r in ranks]
         total = self.weights.total
         scores = [total(acoustic[k], lm_scores[k], nn_scores[k], len(hyps[k].words)) for k in range(n)]
+        for k, score in enumerate(scores):
+            if not math.isfinite(score):  # finite parts, but weights so large that the sum overflows
+                raise InputError(reader.path, hyps[k].lineno,
+                                 f"the combined score is not finite ({score}): are --lm-weight or "
+                                 "--word-penalty, or the scores, too large?")
 
         out_index = layout.out_index
         width = len(layout.out_columns)

@@ -47,11 +47,14 @@ def parse_grid(text: str, name: str) -> list[float]:
             if len(parts) != 3:
                 raise ValueError
             start, stop, step = parts
+            if not all(math.isfinite(x) for x in parts):
+                raise AsrprivError(f"{name}: expected finite numbers, got {text!r}")
             if step <= 0 or stop < start:
                 raise AsrprivError(f"{name}: expected START:STOP:STEP with STEP > 0 and STOP >= START")
-            count = int(math.floor((stop - start) / step + 1e-9)) + 1
-            if count > 100000:
-                raise AsrprivError(f"{name}: {count} values is too many")
+            span = (stop - start) / step
+            if not span < 100000:  # also catches an overflow to inf
+                raise AsrprivError(f"{name}: {span:.3g} values is too many")
+            count = int(math.floor(span + 1e-9)) + 1
             values = [round(start + i * step, 10) for i in range(count)]
         else:
             values = [float(x) for x in text.split(",") if x.strip()]

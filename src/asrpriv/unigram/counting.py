@@ -21,8 +21,13 @@ DEFAULT_GRID = 2.0 ** -10
 
 
 def rank_kernel(rank: int, sigma: float) -> float:
-    """Gaussian rank kernel, paper 000 Eq. (3); rank 1 = best gets weight 1."""
-    return math.exp(-((rank - 1) ** 2) / (2.0 * sigma * sigma))
+    """Gaussian rank kernel, paper 000 Eq. (3); rank 1 = best gets weight 1.
+
+    Computed as ``exp(-x*x/2)`` with ``x = (rank-1)/sigma``, so that a tiny sigma or a large
+    rank underflows to weight 0 instead of dividing by zero or overflowing.
+    """
+    x = (rank - 1) / sigma
+    return math.exp(-0.5 * x * x)
 
 
 def nbest_contribution(hyps: Iterable[tuple[int, list[str]]], sigma: float,

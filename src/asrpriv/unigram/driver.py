@@ -69,32 +69,80 @@ def count_nbest(path: str, sigma: float, top: int | None, client_of: dict[str, s
     return router.finish()
 
 
+def sniff_text(lines: list[tuple[int, str]], path: str | None, ids: bool) -> str | None:
+    """Refuse an N-best header (misspelt or not) in text; a warning if ids look like words."""
+    from asrpriv.io.sniff import ids_warning, tsv_header_problem
+
+    first = next(((n, line) for n, line in lines if line.strip()), None)
+    if first is None:
+        return None
+    columns = first[1].split("\t")
+    if "utt_id" in columns and "text" in columns:
+        raise InputError(path, first[0], "an N-best TSV header: count an N-best TSV without --text")
+    problem = tsv_header_problem(first[1])
+    if problem:
+        raise InputError(path, first[0], problem)
+    return None if ids else ids_warning(line for _, line in lines)
+
+
+def _sniff_and_warn(head, path, ids, warn) -> None:
+    from asrpriv.errors import display_name
+
+    note = sniff_text(head, path, ids)
+    if note:
+        warn(f"{display_name(path)}: {note}")
+
+
 def count_text(path: str, ids: bool, client_of: dict[str, str] | None, unit: str, split: bool,
-               make: Callable[[], CountAccumulator]) -> Accumulators:
-    """Counts of text, each word weighing 1; one unit per line (utterance) or per client."""
+               make: Callable[[], CountAccumulator],
+               warn: Callable[[str], None] = lambda s: None) -> Accumulators:
+    """Counts of text, each word weighing 1; one unit per line (utterance) or per client.
+
+    Kaldi text (``ids``) with a duplicate utterance id is refused (it would be two units).
+    """
+    import itertools
+
+    from asrpriv.io.lines import iter_lines
+    from asrpriv.io.sniff import SAMPLE_LINES
+
     probe = make()
-    if not ids and probe.max_l1 is None and not split:
+    if not ids and probe.max_l1 is None and not split:  # fast path: whole blocks of text
+        from asrpriv.io.lines import iter_blocks
+        from asrpriv.unigram.counting import count_text_fast
         from asrpriv.unigram.fastcount import count_words
 
-        counter, probe.units = count_words(path)
+        if path is None or str(path) == "-":  # stdin cannot be re-read: sniff its first block
+            blocks = iter_blocks(path)
+            first = next(blocks, None)
+            head = [] if first is None else \
+                list(enumerate(first[1].splitlines()[:SAMPLE_LINES], 1))
+            _sniff_and_warn(head, path, ids, warn)
+            counter, probe.units = count_text_fast(itertools.chain([first] if first else [], blocks))
+        else:
+            lines = iter_lines(path)
+            head = list(itertools.islice(lines, SAMPLE_LINES))
+            lines.close()
+            _sniff_and_warn(head, path, ids, warn)
+            counter, probe.units = count_words(path)
         probe.counts = dict(counter)
         return {"": probe}
-    from asrpriv.io.lines import iter_lines
+    lines = iter_lines(path)
+    head = list(itertools.islice(lines, SAMPLE_LINES))
+    _sniff_and_warn(head, path, ids, warn)
+    from asrpriv.io.kaldi import iter_text
 
     router = _Router(unit, split, make)
-    for lineno, line in iter_lines(path):
-        words = line.split()
+    source = itertools.chain(head, lines)
+    if ids:
+        records = iter_text(path, source)
+    else:
+        records = ((lineno, None, line.split()) for lineno, line in source)
+    for lineno, utt_id, words in records:
         client = None
-        if ids:
-            if not words:
-                continue
-            if line[0].isspace():
-                raise InputError(path, lineno, "line without an utterance id (it starts with white space)")
-            utt_id, words = words[0], words[1:]
-            if client_of is not None:
-                client = client_of.get(utt_id)
-                if client is None and (split or unit == "client"):
-                    raise InputError(path, lineno, f"utterance {utt_id!r} has no client in --utt2client")
+        if ids and client_of is not None:
+            client = client_of.get(utt_id)
+            if client is None and (split or unit == "client"):
+                raise InputError(path, lineno, f"utterance {utt_id!r} has no client in --utt2client")
         contribution: dict[str, float] = {}
         for word in words:
             contribution[word] = contribution.get(word, 0.0) + 1.0
@@ -115,20 +163,43 @@ def _client_label(partition: str, client: str) -> str:
 
 def write_outputs(accumulators: Accumulators, output: str, by_client: str | None,
                   settings: dict) -> tuple[int, int]:
-    """Write one counts file (or one per client); returns (clipped units, units)."""
-    clipped = units = 0
-    for client, acc in sorted(accumulators.items()):
+    """Write one counts file (or one per client, all or none); returns (clipped units, units).
+
+    Per-client files are first all written to temporary files, then renamed; on any error
+    the temporary files are removed, and so is DIR if this call created it.
+    """
+    import contextlib
+
+    from asrpriv.io.output import atomic_path
+
+    clipped = sum(acc.clipped_units for acc in accumulators.values())
+    units = sum(acc.units for acc in accumulators.values())
+    items = sorted(accumulators.items())
+    if not by_client:
+        for _client, acc in items:
+            with open_output(output) as stream:
+                write_counts(stream, base_meta(**settings, units=acc.units), acc.counts)
+        return clipped, units
+    for client, _acc in items:
+        if not client or "/" in client or client.startswith(".") or "\0" in client:
+            raise AsrprivError(f"client name {client!r} cannot be a file name")
+    metas = {}
+    for client, acc in items:
         meta = base_meta(**settings, units=acc.units)
-        if by_client:
-            if not client or "/" in client or client.startswith("."):
-                raise AsrprivError(f"client name {client!r} cannot be a file name")
-            if "partition" in meta:  # each client's file is its own, disjoint part
-                meta["partition"] = _client_label(meta["partition"], client)
-            target = os.path.join(by_client, f"{client}.counts")
-        else:
-            target = output
-        with open_output(target) as stream:
-            write_counts(stream, meta, acc.counts)
-        clipped += acc.clipped_units
-        units += acc.units
+        if "partition" in meta:  # each client's file is its own, disjoint part
+            meta["partition"] = _client_label(meta["partition"], client)
+        metas[client] = meta
+    created = not os.path.isdir(by_client)
+    try:
+        os.makedirs(by_client, exist_ok=True)
+        with contextlib.ExitStack() as stack:  # every rename happens at the end, after all writes
+            for client, acc in items:
+                tmp = stack.enter_context(atomic_path(os.path.join(by_client, f"{client}.counts")))
+                with open(tmp, "w", encoding="utf-8", newline="\n") as stream:
+                    write_counts(stream, metas[client], acc.counts)
+    except BaseException:
+        if created:
+            with contextlib.suppress(OSError):
+                os.rmdir(by_client)
+        raise
     return clipped, units

@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 from collections import Counter
 
-from asrpriv.io.lines import BLOCK_SIZE, iter_blocks
+from asrpriv.io.lines import BLOCK_SIZE, BOM, iter_blocks, max_line_bytes
 
 #: files smaller than this are counted in-process (start-up of workers costs ~0.1 s)
 PARALLEL_MIN_BYTES = 32 << 20
@@ -21,14 +21,18 @@ class _BadBlock(Exception):
     pass
 
 
-def _count_range(path: str, start: int, end: int) -> tuple[Counter, int]:
+def _count_range(path: str, start: int, end: int, limit: int) -> tuple[Counter, int]:
     counts: Counter = Counter()
     lines = 0
     with open(path, "rb") as stream:
+        if start == 0 and stream.read(len(BOM)) != BOM:
+            stream.seek(0)
         if start > 0:
             stream.seek(start - 1)
             if stream.read(1) != b"\n":
-                stream.readline()  # the line that straddles `start` belongs to the previous range
+                skipped = stream.readline(limit + 1)  # the line straddling `start` is the previous range's
+                if len(skipped) > limit and not skipped.endswith(b"\n"):
+                    raise _BadBlock()
         position = stream.tell()
         while position < end:
             block = stream.read(min(BLOCK_SIZE, end - position))
@@ -36,7 +40,9 @@ def _count_range(path: str, start: int, end: int) -> tuple[Counter, int]:
                 break
             position += len(block)
             if not block.endswith(b"\n"):
-                rest = stream.readline()  # finish the last line, even past `end`
+                rest = stream.readline(limit + 1)  # finish the last line, even past `end`
+                if len(rest) > limit and not rest.endswith(b"\n"):
+                    raise _BadBlock()  # a too long line: the sequential re-read locates it
                 position += len(rest)
                 block += rest
             if b"\x00" in block:
@@ -65,7 +71,8 @@ def count_words(path: str | None, workers: int | None = None) -> tuple[Counter, 
     lines = 0
     try:
         with ProcessPoolExecutor(workers) as pool:
-            for counts, n in pool.map(_count_range, [path] * workers, bounds[:-1], bounds[1:]):
+            for counts, n in pool.map(_count_range, [path] * workers, bounds[:-1], bounds[1:],
+                                      [max_line_bytes()] * workers):
                 total.update(counts)
                 lines += n
     except _BadBlock:

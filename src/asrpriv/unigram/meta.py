@@ -87,7 +87,7 @@ def merge(metas: list[tuple[str, dict[str, str]]], disjoint: bool = False) -> di
     for name, meta in metas[1:]:
         for key in MUST_AGREE:
             a, b = first.get(key, "none" if key == "noise" else ""), meta.get(key, "none" if key == "noise" else "")
-            if key == "max_l1" and a and b and Fraction(a) == Fraction(b):
+            if key == "max_l1" and a and b and _number(a, name, key) == _number(b, name, key):
                 continue
             if a != b:
                 raise AsrprivError(f"cannot sum counts with different {key}: {first_name} has "
@@ -120,7 +120,7 @@ def merge(metas: list[tuple[str, dict[str, str]]], disjoint: bool = False) -> di
         if len(values) == 1 and None not in values:
             merged[key] = values.pop()
     if all("units" in meta for _, meta in metas):
-        merged["units"] = str(sum(int(meta["units"]) for _, meta in metas))
+        merged["units"] = str(sum(int(_number(meta["units"], name, "units")) for name, meta in metas))
     if all(labels):  # the sum saw the union of the parts; one unlabelled part = unknown scope
         merged["partition"] = partition_string(frozenset().union(*labels))
     if all(meta.get("public") == "1" for _, meta in metas):
@@ -128,5 +128,15 @@ def merge(metas: list[tuple[str, dict[str, str]]], disjoint: bool = False) -> di
     if first.get("noise", "none") != "none":
         merged["delta"] = "0"
     return with_history(merged, history)
+
+
+def _number(text: str, name: str, key: str) -> Fraction:
+    """A metadata number, exactly; anything else is a one-line error naming the file."""
+    try:
+        return Fraction(text)
+    except (ValueError, ZeroDivisionError):
+        raise AsrprivError(f"{name}: metadata {key}: expected a number, got {text!r}") from None
+
+
 def _fmt(value: Fraction) -> str:
     return f"{float(value):.10g}"
