@@ -62,7 +62,8 @@ def one_line_error(result, *needles):
 
 @pytest.mark.parametrize("server", ["fedadam", "fedavg"])
 def test_three_rounds_match_hand_computation(tmp_path, server):
-    """Paper 001 Eq. 5-8 computed independently in numpy (float32 storage between rounds)."""
+    """Paper 001 Eq. 5-8 computed independently in numpy (float64 math; Delta_t, theta, m and
+    v stored in float32 between steps, as the parameters are)."""
     rng = np.random.default_rng(7)
     model = tiny_model(tmp_path / "m0.pt")
     state = tmp_path / "state.pt"
@@ -94,6 +95,7 @@ def test_three_rounds_match_hand_computation(tmp_path, server):
         assert result.exit_code == 0, result.stderr
         for name in theta:
             agg = sum(w * d[name] for w, d in zip(weights, deltas)) / sum(weights)
+            agg = agg.astype(np.float32).astype(np.float64)  # Delta_t in the parameters' dtype
             if server == "fedavg":
                 new = theta[name] - lr * agg
             else:
@@ -414,3 +416,17 @@ def test_add_noise_gaussian_on_one_delta(tmp_path):
                       "--clip", "0.2", "-o", str(tmp_path / "x.pt"), str(m0)])
     one_line_error(result, "m0.pt", "expected a delta")
     assert not (tmp_path / "x.pt").exists()
+
+
+def test_chunked_in_place_update_equals_whole_tensor_step(monkeypatch):
+    from asrpriv.federated import server
+
+    gen = torch.Generator().manual_seed(0)
+    theta, delta, m, v = (torch.randn(5, 9, generator=gen) for _ in range(4))
+    v = v.abs()
+    hp = {"lr": 0.01, "beta1": 0.9, "beta2": 0.999, "eps": 1e-8}
+    expected = server.fedadam_step(theta, delta, m, v, 4, **hp)
+    monkeypatch.setattr(server, "STEP_CHUNK", 7)  # slices that straddle rows
+    server.server_update_("fedadam", theta, delta, m, v, 4, hp)
+    for got, want in zip((theta, m, v), expected):
+        assert torch.equal(got, want)

@@ -44,8 +44,8 @@ from dataclasses import dataclass, field
 from asrpriv.errors import AsrprivError, InputError
 from asrpriv.federated import gaussian
 from asrpriv.federated.fingerprint import model_fingerprint
-from asrpriv.federated.server import (ServerState, check_hparams, fedadam_step, fedavg_step,
-                                      read_state, write_state)
+from asrpriv.federated.server import (ServerState, check_hparams, read_state, server_update_,
+                                      write_state)
 from asrpriv.privacy.history import History, Release, new_release_id
 
 #: how much a client-clipped delta's norm may exceed C (float32 rounding) and still count as clipped
@@ -193,6 +193,13 @@ def _splice(tree):
     return (kind, tuple(flat))
 
 
+@dataclass
+class _Spec:
+    shape: tuple
+    dtype: object
+    floating: bool
+
+
 class _Reference:
     """The model the round starts from: what every delta must match."""
 
@@ -204,12 +211,24 @@ class _Reference:
                                          "global model (--model)")
         self.path = path
         self.vocab, self.config = vocab_and_config(payload, path)
-        self.state = payload["state_dict"]
-        for name, tensor in self.state.items():
+        state = payload["state_dict"]
+        for name, tensor in state.items():
             if tensor.is_floating_point() and not bool(tensor.isfinite().all()):
                 raise InputError(path, None, f"parameter {name} holds NaN or inf")
-        self.fingerprint = model_fingerprint(self.config, self.vocab.words, self.state)
+        self.fingerprint = model_fingerprint(self.config, self.vocab.words, state)
         self.history = _history(payload, path)
+        #: name -> (shape, dtype); the weights themselves are reloaded for the update
+        self.state = {name: _Spec(t.shape, t.dtype, t.is_floating_point())
+                      for name, t in state.items()}
+
+    def reload(self) -> dict:
+        """The model's weights, read again and checked to be the ones fingerprinted."""
+        from asrpriv.nnlm.modelfile import read_model_file
+
+        state = read_model_file(self.path)["state_dict"]
+        if model_fingerprint(self.config, self.vocab.words, state) != self.fingerprint:
+            raise AsrprivError(f"{self.path} changed while the round ran")
+        return state
 
     def check_delta(self, path: str, payload: dict) -> float:
         """Validate one delta against the model; returns its weight (words)."""
@@ -311,12 +330,13 @@ def run_round(model_path: str, delta_args: list[str], output: str, server: str,
                         moments[n].shape != ref.state[n].shape for n in moments):
                     raise InputError(state_path, None, f"moment {key} does not match the model's "
                                                        "parameters")
+        state.m, state.v = {}, {}  # read again after the deltas: at most 4 models in memory
     histories = [ref.history]
 
     report = RoundReport(files=paths)
     dp_on = dp.active
-    acc = {name: torch.zeros(t.shape, dtype=torch.float64) for name, t in ref.state.items()
-           if t.is_floating_point()}
+    acc = {name: torch.zeros(spec.shape, dtype=torch.float64) for name, spec in ref.state.items()
+           if spec.floating}
     mismatched: list[str] = []
     meter = progress(len(paths)) if progress else None
     for path in paths:
@@ -376,8 +396,8 @@ def run_round(model_path: str, delta_args: list[str], output: str, server: str,
             report.release = release
     else:
         report.denominator = report.total_weight
-    for buf in acc.values():
-        buf.div_(report.denominator)
+    for name in list(acc):  # Delta_t in the parameters' dtype (frees the float64 sum)
+        acc[name] = acc[name].div_(report.denominator).to(ref.state[name].dtype)
     report.seeded = history.seeded
 
     extra = {"privacy_history": history.to_json()} if history.releases else {}
@@ -385,29 +405,29 @@ def run_round(model_path: str, delta_args: list[str], output: str, server: str,
         extra["seeded"] = True
 
     if aggregate_out:
-        agg = {name: (acc[name].to(t.dtype) if name in acc else torch.zeros_like(t))
-               for name, t in ref.state.items()}
+        agg = {name: (acc[name] if name in acc else torch.zeros(spec.shape, dtype=spec.dtype))
+               for name, spec in ref.state.items()}
         save_model(aggregate_out, agg, ref.vocab, ref.config, kind="delta",
                    weight=report.denominator, init_fingerprint=ref.fingerprint, **extra)
 
-    # ---- the server optimizer (post-processing of Delta_t)
+    # ---- the server optimizer (post-processing of Delta_t), in place
     t = state.t + 1
-    new_state: dict = {}
-    m_new: dict = {}
-    v_new: dict = {}
-    for name, theta in ref.state.items():
-        if name not in acc:
-            new_state[name] = theta
-            continue
-        delta_t = acc.pop(name)
-        if server == "fedavg":
-            new_state[name] = fedavg_step(theta, delta_t, hp["lr"])
-        else:
-            m_prev = state.m.get(name, torch.zeros_like(theta)) if state.t else torch.zeros_like(theta)
-            v_prev = state.v.get(name, torch.zeros_like(theta)) if state.t else torch.zeros_like(theta)
-            new_state[name], m_new[name], v_new[name] = fedadam_step(
-                theta, delta_t, m_prev, v_prev, t, hp["lr"], hp["beta1"], hp["beta2"], hp["eps"])
-        del delta_t
+    new_state = ref.reload()
+    if server == "fedadam":
+        if state.t:
+            again = read_state(state_path, server)
+            if (again.t, again.model_fingerprint) != (state.t, state.model_fingerprint):
+                raise AsrprivError(f"{state_path} changed while the round ran")
+            state = again
+        m_new = {n: state.m[n] if state.t else torch.zeros_like(x)
+                 for n, x in new_state.items() if n in acc}
+        v_new = {n: state.v[n] if state.t else torch.zeros_like(x)
+                 for n, x in new_state.items() if n in acc}
+    else:
+        m_new, v_new = {}, {}
+    for name, theta in new_state.items():
+        if name in acc:
+            server_update_(server, theta, acc.pop(name), m_new.get(name), v_new.get(name), t, hp)
     for name, tensor in new_state.items():
         if tensor.is_floating_point() and not bool(tensor.isfinite().all()):
             raise AsrprivError(f"the update made parameter {name} non-finite (lr too large?)")

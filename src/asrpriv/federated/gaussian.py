@@ -34,7 +34,7 @@ import math
 import os
 
 #: uniforms drawn per chunk (bounds the transient memory of a draw: 16 bytes per variate)
-CHUNK = 1 << 20
+CHUNK = 1 << 18
 
 
 class NoiseSource:
@@ -81,9 +81,10 @@ class NoiseSource:
 def add_gaussian_noise(state: dict, std: float, source: NoiseSource) -> dict:
     """Add independent N(0, std^2) noise to every coordinate of every floating tensor, in place.
 
-    The noise is drawn in float64 and added in the tensor's dtype after the cast (a float64
-    accumulator keeps all of it). ``std == 0`` draws nothing and changes nothing, so a noise
-    multiplier of 0 gives exactly the noise-free result through the same code path.
+    The noise is drawn in float64, in chunks of :data:`CHUNK` coordinates (bounded transient
+    memory), tensors in name order (a seeded run is repeatable), and added in the tensor's dtype
+    (a float64 accumulator keeps all of it). ``std == 0`` draws nothing and changes nothing, so
+    a noise multiplier of 0 gives exactly the noise-free result through the same code path.
     """
     import torch
 
@@ -91,12 +92,15 @@ def add_gaussian_noise(state: dict, std: float, source: NoiseSource) -> dict:
         raise ValueError(f"noise standard deviation must be finite and >= 0, got {std!r}")
     if std == 0:
         return state
-    for name in sorted(state):  # a fixed order: a seeded run is repeatable
+    for name in sorted(state):
         tensor = state[name]
         if not tensor.is_floating_point():
             continue
-        noise = torch.from_numpy(source.normals(tensor.numel())).reshape(tensor.shape)
-        tensor.add_(noise.mul_(std).to(tensor.dtype))
+        flat = tensor.view(-1)
+        for start in range(0, flat.numel(), CHUNK):
+            part = flat[start:start + CHUNK]
+            noise = torch.from_numpy(source.normals(part.numel()))
+            part.add_(noise.mul_(std).to(tensor.dtype))
     return state
 
 
@@ -107,7 +111,8 @@ def l2_norm(state: dict) -> float:
     total = 0.0
     for tensor in state.values():
         if tensor.is_floating_point():
-            total += float(torch.linalg.vector_norm(tensor.reshape(-1), dtype=torch.float64)) ** 2
+            for part in tensor.reshape(-1).split(CHUNK):  # bounded float64 temporaries
+                total += float(torch.linalg.vector_norm(part, dtype=torch.float64)) ** 2
     return math.sqrt(total)
 
 

@@ -181,3 +181,28 @@ def write_state(path: str, state: ServerState) -> None:
            "v": {k: v.detach().cpu().contiguous() for k, v in state.v.items()}}
     with atomic_path(path) as tmp:
         torch.save(obj, tmp)
+
+
+#: coordinates per slice of the in-place update (bounds the float64 temporaries)
+STEP_CHUNK = 1 << 18
+
+
+def server_update_(server: str, theta, delta, m, v, t: int, hparams: dict) -> None:
+    """Apply one server step to ``theta`` in place (and to ``m``, ``v`` for FedAdam).
+
+    Works on flat slices of :data:`STEP_CHUNK` coordinates so that the float64 temporaries
+    stay small whatever the tensor's size; each slice is exactly :func:`fedavg_step` or
+    :func:`fedadam_step`.
+    """
+    flat_t, flat_d = theta.view(-1), delta.view(-1)
+    if server == "fedadam":
+        flat_m, flat_v = m.view(-1), v.view(-1)
+    for start in range(0, flat_t.numel(), STEP_CHUNK):
+        part = slice(start, start + STEP_CHUNK)
+        if server == "fedavg":
+            flat_t[part] = fedavg_step(flat_t[part], flat_d[part], hparams["lr"])
+        else:
+            new, new_m, new_v = fedadam_step(flat_t[part], flat_d[part], flat_m[part],
+                                             flat_v[part], t, hparams["lr"], hparams["beta1"],
+                                             hparams["beta2"], hparams["eps"])
+            flat_t[part], flat_m[part], flat_v[part] = new, new_m, new_v
