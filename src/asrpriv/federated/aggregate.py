@@ -44,10 +44,12 @@ from dataclasses import dataclass, field
 from asrpriv.errors import AsrprivError, InputError
 from asrpriv.federated import gaussian
 from asrpriv.federated.fingerprint import model_fingerprint
-from asrpriv.federated.server import (ServerState, check_hparams, read_state, server_update_,
-                                      write_state)
+from asrpriv.federated.server import (ServerState, check_hparams, moments_update_, read_state,
+                                      theta_update_, write_state)
 from asrpriv.privacy.history import History, Release, new_release_id
 
+#: coordinates per slice when adding a float32 delta into the float64 sum
+ADD_CHUNK = 1 << 18
 #: how much a client-clipped delta's norm may exceed C (float32 rounding) and still count as clipped
 CLIP_TOLERANCE = 1e-5
 
@@ -213,7 +215,7 @@ class _Reference:
         self.vocab, self.config = vocab_and_config(payload, path)
         state = payload["state_dict"]
         for name, tensor in state.items():
-            if tensor.is_floating_point() and not bool(tensor.isfinite().all()):
+            if tensor.is_floating_point() and not all_finite(tensor):
                 raise InputError(path, None, f"parameter {name} holds NaN or inf")
         self.fingerprint = model_fingerprint(self.config, self.vocab.words, state)
         self.history = _history(payload, path)
@@ -255,7 +257,7 @@ class _Reference:
                 raise InputError(path, None, f"parameter {name}: shape/dtype {tuple(tensor.shape)} "
                                              f"{tensor.dtype}, the model has {tuple(ref.shape)} "
                                              f"{ref.dtype}")
-            if tensor.is_floating_point() and not bool(tensor.isfinite().all()):
+            if tensor.is_floating_point() and not all_finite(tensor):
                 raise InputError(path, None, f"parameter {name} holds NaN or inf")
         weight = payload.get("weight")
         if isinstance(weight, bool) or not isinstance(weight, (int, float)) \
@@ -263,6 +265,15 @@ class _Reference:
             raise InputError(path, None, f"bad client weight {weight!r} (expected the client's "
                                          "number of training words, > 0)")
         return float(weight)
+
+
+def all_finite(tensor) -> bool:
+    """No NaN or inf in ``tensor``. A plain sum propagates both (about 40x cheaper than
+    ``isfinite().all()``); only a non-finite sum, which finite values can also reach by
+    overflow, is checked element by element."""
+    if math.isfinite(float(tensor.sum())):
+        return True
+    return bool(tensor.isfinite().all())
 
 
 def _init_fingerprint(payload: dict, path: str) -> str:
@@ -357,8 +368,11 @@ def run_round(model_path: str, delta_args: list[str], output: str, server: str,
                 report.clipped_here += 1
         else:
             scale = weight
-        for name, buf in acc.items():
-            buf.add_(delta[name], alpha=scale)
+        for name, buf in acc.items():  # by slices: no float64 copy of a whole tensor
+            flat_buf, flat_delta = buf.view(-1), delta[name].reshape(-1)
+            for start in range(0, flat_buf.numel(), ADD_CHUNK):
+                flat_buf[start:start + ADD_CHUNK].add_(flat_delta[start:start + ADD_CHUNK],
+                                                       alpha=scale)
         report.total_weight += weight
         report.deltas += 1
         del payload, delta
@@ -410,26 +424,31 @@ def run_round(model_path: str, delta_args: list[str], output: str, server: str,
         save_model(aggregate_out, agg, ref.vocab, ref.config, kind="delta",
                    weight=report.denominator, init_fingerprint=ref.fingerprint, **extra)
 
-    # ---- the server optimizer (post-processing of Delta_t), in place
+    # ---- the server optimizer (post-processing of Delta_t), in place. FedAdam's step reads
+    # only the new moments, so Delta_t is folded into m, v before the model is loaded again:
+    # at most three models' worth of tensors are alive (Delta_t, m, v; then theta, m, v).
     t = state.t + 1
-    new_state = ref.reload()
+    m_new, v_new = {}, {}
     if server == "fedadam":
         if state.t:
             again = read_state(state_path, server)
             if (again.t, again.model_fingerprint) != (state.t, state.model_fingerprint):
                 raise AsrprivError(f"{state_path} changed while the round ran")
-            state = again
-        m_new = {n: state.m[n] if state.t else torch.zeros_like(x)
-                 for n, x in new_state.items() if n in acc}
-        v_new = {n: state.v[n] if state.t else torch.zeros_like(x)
-                 for n, x in new_state.items() if n in acc}
-    else:
-        m_new, v_new = {}, {}
-    for name, theta in new_state.items():
-        if name in acc:
-            server_update_(server, theta, acc.pop(name), m_new.get(name), v_new.get(name), t, hp)
+            m_new, v_new = again.m, again.v
+        for name in list(acc):
+            delta_t = acc.pop(name)
+            m_new.setdefault(name, torch.zeros_like(delta_t))
+            v_new.setdefault(name, torch.zeros_like(delta_t))
+            moments_update_(delta_t, m_new[name], v_new[name], hp["beta1"], hp["beta2"])
+            del delta_t
+    new_state = ref.reload()
+    for name in list(new_state):
+        theta = new_state[name] = new_state[name].contiguous()  # updated in place
+        if ref.state[name].floating:
+            theta_update_(server, theta, t, hp, acc.pop(name, None), m_new.get(name),
+                          v_new.get(name))
     for name, tensor in new_state.items():
-        if tensor.is_floating_point() and not bool(tensor.isfinite().all()):
+        if tensor.is_floating_point() and not all_finite(tensor):
             raise AsrprivError(f"the update made parameter {name} non-finite (lr too large?)")
     report.t = t
     report.fingerprint = model_fingerprint(ref.config, ref.vocab.words, new_state)

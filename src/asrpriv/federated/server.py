@@ -77,6 +77,28 @@ def fedavg_step(theta, delta, lr: float):
     return (theta.to(torch.float64) - lr * delta.to(torch.float64)).to(theta.dtype)
 
 
+def fedadam_moments(delta, m, v, beta1: float, beta2: float):
+    """Paper 001 Eq. 6-7 (moments): ``(b1 m + (1-b1) D, b2 v + (1-b2) D^2)`` in m's dtype."""
+    import torch
+
+    d = delta.to(torch.float64)
+    m64 = beta1 * m.to(torch.float64) + (1.0 - beta1) * d
+    v64 = beta2 * v.to(torch.float64) + (1.0 - beta2) * d * d
+    return m64.to(m.dtype), v64.to(v.dtype)
+
+
+def fedadam_apply(theta, m, v, t: int, lr: float, beta1: float, beta2: float, eps: float):
+    """Paper 001 Eq. 6-8 (step): ``theta - lr * m_hat / sqrt(v_hat + eps)``, bias correction
+    ``m_hat = m / (1 - b1^t)``, ``v_hat = v / (1 - b2^t)`` with t >= 1; eps inside the root."""
+    import torch
+
+    if t < 1:
+        raise ValueError("t starts at 1")
+    m_hat = m.to(torch.float64) / (1.0 - beta1 ** t)
+    v_hat = v.to(torch.float64) / (1.0 - beta2 ** t)
+    return (theta.to(torch.float64) - lr * m_hat / torch.sqrt(v_hat + eps)).to(theta.dtype)
+
+
 def fedadam_step(theta, delta, m, v, t: int, lr: float, beta1: float, beta2: float,
                  eps: float):
     """One FedAdam step on one tensor (paper 001 Eq. 6-8); returns ``(theta, m, v)``.
@@ -84,18 +106,11 @@ def fedadam_step(theta, delta, m, v, t: int, lr: float, beta1: float, beta2: flo
     Args:
         theta: the parameter; delta: its aggregate Delta_t; m, v: the moments after round
             t - 1 (zeros at t = 1); t: this round's number (1 in the first round).
-    """
-    import torch
 
-    if t < 1:
-        raise ValueError("t starts at 1")
-    d = delta.to(torch.float64)
-    m64 = beta1 * m.to(torch.float64) + (1.0 - beta1) * d
-    v64 = beta2 * v.to(torch.float64) + (1.0 - beta2) * d * d
-    m_hat = m64 / (1.0 - beta1 ** t)
-    v_hat = v64 / (1.0 - beta2 ** t)
-    new = theta.to(torch.float64) - lr * m_hat / torch.sqrt(v_hat + eps)
-    return new.to(theta.dtype), m64.to(theta.dtype), v64.to(theta.dtype)
+    The new moments are stored in the parameters' dtype, and the step reads them as stored.
+    """
+    m_new, v_new = fedadam_moments(delta, m, v, beta1, beta2)
+    return fedadam_apply(theta, m_new, v_new, t, lr, beta1, beta2, eps), m_new, v_new
 
 
 def check_hparams(server: str, hparams: dict) -> dict:
@@ -160,7 +175,7 @@ def read_state(path: str, server: str) -> ServerState:
         for name, tensor in value.items():
             if tensor.is_floating_point() and not bool(torch.isfinite(tensor).all()):
                 raise InputError(path, None, f"moment {key}[{name}] holds NaN or inf")
-        moments.append(value)
+        moments.append({name: tensor.contiguous() for name, tensor in value.items()})
     if server == "fedadam" and t > 0 and moments[0].keys() != moments[1].keys():
         raise InputError(path, None, "moments m and v name different parameters")
     if server == "fedadam" and t > 0:
@@ -187,22 +202,37 @@ def write_state(path: str, state: ServerState) -> None:
 STEP_CHUNK = 1 << 18
 
 
-def server_update_(server: str, theta, delta, m, v, t: int, hparams: dict) -> None:
-    """Apply one server step to ``theta`` in place (and to ``m``, ``v`` for FedAdam).
+def _slices(n: int):
+    for start in range(0, n, STEP_CHUNK):
+        yield slice(start, start + STEP_CHUNK)
 
-    Works on flat slices of :data:`STEP_CHUNK` coordinates so that the float64 temporaries
-    stay small whatever the tensor's size; each slice is exactly :func:`fedavg_step` or
-    :func:`fedadam_step`.
-    """
-    flat_t, flat_d = theta.view(-1), delta.view(-1)
-    if server == "fedadam":
-        flat_m, flat_v = m.view(-1), v.view(-1)
-    for start in range(0, flat_t.numel(), STEP_CHUNK):
-        part = slice(start, start + STEP_CHUNK)
-        if server == "fedavg":
+
+def moments_update_(delta, m, v, beta1: float, beta2: float) -> None:
+    """:func:`fedadam_moments` in place on m and v, by flat slices of :data:`STEP_CHUNK`."""
+    flat_d, flat_m, flat_v = delta.view(-1), m.view(-1), v.view(-1)
+    for part in _slices(flat_d.numel()):
+        flat_m[part], flat_v[part] = fedadam_moments(flat_d[part], flat_m[part], flat_v[part],
+                                                     beta1, beta2)
+
+
+def theta_update_(server: str, theta, t: int, hparams: dict, delta=None, m=None, v=None) -> None:
+    """The new parameter in place: FedAvg from ``delta``, FedAdam from the updated ``m``, ``v``
+    (:func:`fedadam_apply`), by flat slices of :data:`STEP_CHUNK` (small float64 temporaries)."""
+    flat_t = theta.view(-1)
+    if server == "fedavg":
+        flat_d = delta.view(-1)
+        for part in _slices(flat_t.numel()):
             flat_t[part] = fedavg_step(flat_t[part], flat_d[part], hparams["lr"])
-        else:
-            new, new_m, new_v = fedadam_step(flat_t[part], flat_d[part], flat_m[part],
-                                             flat_v[part], t, hparams["lr"], hparams["beta1"],
-                                             hparams["beta2"], hparams["eps"])
-            flat_t[part], flat_m[part], flat_v[part] = new, new_m, new_v
+        return
+    flat_m, flat_v = m.view(-1), v.view(-1)
+    for part in _slices(flat_t.numel()):
+        flat_t[part] = fedadam_apply(flat_t[part], flat_m[part], flat_v[part], t, hparams["lr"],
+                                     hparams["beta1"], hparams["beta2"], hparams["eps"])
+
+
+def server_update_(server: str, theta, delta, m, v, t: int, hparams: dict) -> None:
+    """One server step in place on one tensor (and its moments): exactly :func:`fedavg_step`
+    or :func:`fedadam_step`, slice by slice."""
+    if server == "fedadam":
+        moments_update_(delta, m, v, hparams["beta1"], hparams["beta2"])
+    theta_update_(server, theta, t, hparams, delta, m, v)
