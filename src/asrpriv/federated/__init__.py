@@ -1,0 +1,1 @@
+"""Federated learning of the neural LM (paper 001): server update, client-level DP, sampling."""

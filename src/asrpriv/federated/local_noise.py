@@ -1,0 +1,61 @@
+"""The Gaussian mechanism on one delta file (``add-noise --mechanism gaussian``): local DP."""
+
+from __future__ import annotations
+
+import math
+
+from asrpriv.errors import AsrprivError, InputError
+from asrpriv.federated import gaussian
+from asrpriv.privacy.history import Release, new_release_id
+
+
+def noise_delta_file(path: str, output: str, noise_multiplier: float, clip: float | None,
+                     seed: int | None, allow_seeded: bool = False) -> tuple[float, float]:
+    """Clip the delta at ``path`` to L2 norm C, add N(0, (z C)^2) per coordinate, write ``output``.
+
+    C is ``clip``, else the ``clip_l2`` the delta records (its client clipped it). The release
+    (gaussian, unit client, sample_rate 1, rounds 1) is appended to the delta's history; the
+    other payload keys (weight, init_fingerprint, ...) are kept, ``clip_l2`` is set to C.
+
+    Returns:
+        ``(L2 norm before clipping, C)``.
+    """
+    from asrpriv.federated.aggregate import _history, flat_add
+    from asrpriv.nnlm.modelfile import read_model_file, save_model, vocab_and_config
+
+    if not math.isfinite(noise_multiplier) or noise_multiplier < 0:
+        raise AsrprivError("--noise-multiplier must be finite and >= 0")
+    payload = read_model_file(path)
+    if payload["kind"] != "delta":
+        raise InputError(path, None, f"is a {payload['kind']} file, expected a delta")
+    vocab, config = vocab_and_config(payload, path)
+    state = payload["state_dict"]
+    for name, tensor in state.items():
+        if tensor.is_floating_point() and not bool(tensor.isfinite().all()):
+            raise InputError(path, None, f"parameter {name} holds NaN or inf")
+    if clip is None:
+        recorded = payload.get("clip_l2")
+        if isinstance(recorded, bool) or not isinstance(recorded, (int, float)):
+            raise AsrprivError(f"{path} records no clip bound (clip_l2): give --clip C")
+        clip = float(recorded)
+    if not math.isfinite(clip) or clip <= 0:
+        raise AsrprivError("--clip must be finite and > 0")
+    history = _history(payload, path)
+    if history.seeded and not allow_seeded:
+        raise AsrprivError(f"{path} carries seeded test noise, which is NOT private; pass "
+                           "--allow-seeded-test-noise if this is a test")
+    _, norm, _ = gaussian.noisy_delta(state, noise_multiplier, clip, gaussian.NoiseSource(seed))
+    extra = {k: v for k, v in payload.items()
+             if k not in ("format", "format_version", "kind", "config", "vocab", "state_dict",
+                          "privacy_history", "seeded", "clip_l2")}
+    if noise_multiplier > 0:
+        history = flat_add(history, Release(new_release_id(), "gaussian", "client",
+                                            {"noise_multiplier": float(noise_multiplier),
+                                             "sensitivity_l2": float(clip), "sample_rate": 1.0,
+                                             "rounds": 1}, seeded=seed is not None))
+    if history.releases:
+        extra["privacy_history"] = history.to_json()
+    if history.seeded:
+        extra["seeded"] = True
+    save_model(output, state, vocab, config, kind="delta", clip_l2=float(clip), **extra)
+    return norm, clip
