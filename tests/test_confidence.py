@@ -79,6 +79,21 @@ def test_hand_made_nbest_word_posteriors():
     assert sharp[0][2][1] == pytest.approx((1 + math.exp(-6)) / z3, abs=1e-6)
 
 
+def test_rows_keep_input_order_and_empty_hypotheses():
+    tsv = ("utt_id\trank\tscore\ttext\tconfidence\textra\n"
+           "u\t2\t-1.0\ta\t0.5\tx2\n"
+           "u\t1\t0.0\t\t\tx1\n"
+           "v\t1\t0.0\tb\t0.1\ty\n")
+    res = run_cli(["confidence", "--scale", "1"], input=tsv)
+    assert res.exit_code == 0, res.stderr
+    cols, rows = _read_tsv(res.stdout)
+    assert cols == ["utt_id", "rank", "score", "text", "confidence", "extra"]  # replaced in place
+    assert [r[5] for r in rows] == ["x2", "x1", "y"]
+    p2 = math.exp(-1) / (1 + math.exp(-1))
+    assert float(rows[0][4]) == pytest.approx(p2, abs=1e-6)
+    assert rows[1][3] == "" and rows[1][4] == "" and rows[2][4] == "1.000000"
+
+
 def test_am_lm_total_uses_the_first_pass_weights():
     tsv = ("utt_id\trank\tam_score\tlm_score\ttext\n"
            "u\t1\t-10.0\t-2.0\tgo on\n"

@@ -2,16 +2,12 @@
 
 from __future__ import annotations
 
-import math
-
 import click
 
 from asrpriv.options import common_options, info, output_option, warn
-
-# the defaults of asrpriv.rescore.combine (kept literal here: importing it is cheap, but the
-# --help must stay free of numpy and the step module imports the library lazily)
-_LM_WEIGHT = 6.5
-_WORD_PENALTY = round(math.log(0.65), 3)
+# the first-pass weights that rescore-nbest and tune-weights use (combine imports no numpy)
+from asrpriv.rescore.combine import DEFAULT_LM_WEIGHT as _LM_WEIGHT
+from asrpriv.rescore.combine import DEFAULT_WORD_PENALTY as _WORD_PENALTY
 
 
 @click.command("confidence")
@@ -59,6 +55,16 @@ def confidence(input_path, scale, total, lm_weight, word_penalty, ref_path, repo
     Metrics (rank-1 words against --reference; correct = matched in sclite's alignment):
     NCE exactly as sclite computes it (log2, confidences clipped to [1e-7, 1-1e-7]), ECE
     with 10 equal-width bins weighted by count, ROC AUC with correct words positive.
+
+    Words on which every hypothesis agrees get confidence 1 (an N-best list has no mass
+    outside itself); calibrate (--fit-calibration on data with references, --calibration
+    elsewhere) to get probabilities. Example:
+
+    \b
+      asrpriv confidence --reference adapt/ref.txt --fit-calibration cal.json \\
+          adapt/nbest.tsv > /dev/null
+      asrpriv confidence --calibration cal.json client.tsv \\
+        | asrpriv finetune-lm --init lm.pt --train - --recipe client-001 --confidence token
     """
     import json
 

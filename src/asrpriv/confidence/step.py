@@ -158,7 +158,8 @@ def run(path: str | None, out: IO[str], settings: Settings, refs: dict[str, list
     seen: set[str] = set()
 
     def emit(hyps, confs):
-        for h, c in zip(hyps, confs):
+        # rows in input order (the reader sorts an utterance's hypotheses by rank)
+        for h, c in sorted(zip(hyps, confs), key=lambda pair: pair[0].lineno):
             row = list(h.values)
             field_ = format_confidences(c)
             if i_conf is None:
