@@ -44,6 +44,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
                        "Poisson-sample one round's clients (rate q), as the accountant assumes."),
     "train-ngram": ("asrpriv.commands.train_ngram:train_ngram",
                     "Train a back-off n-gram LM (modified Kneser-Ney) and write ARPA."),
+    "confidence": ("asrpriv.commands.confidence:confidence",
+                   "Word confidences from N-best posteriors; calibration; NCE/ECE/AUC."),
 }
 
 

@@ -1,0 +1,119 @@
+"""``asrpriv confidence``: word confidences of N-best lists, calibration, and confidence metrics."""
+
+from __future__ import annotations
+
+import click
+
+from asrpriv.options import common_options, info, output_option, warn
+# the first-pass weights that rescore-nbest and tune-weights use (combine imports no numpy)
+from asrpriv.rescore.combine import DEFAULT_LM_WEIGHT as _LM_WEIGHT
+from asrpriv.rescore.combine import DEFAULT_WORD_PENALTY as _WORD_PENALTY
+
+
+@click.command("confidence")
+@click.argument("input_path", metavar="[NBEST]", default="-")
+@click.option("--scale", type=float, default=0.15, show_default=True,
+              help="S: hypothesis posteriors are softmax(S * total) within each utterance "
+                   "(the acoustic-scale knob; totals in nats). Tuned on the AMI adapt split "
+                   "(README 'Confidence').")
+@click.option("--total", type=click.Choice(["auto", "score", "am-lm", "rank"]), default="auto",
+              show_default=True,
+              help="The total T_h: the 'score' column; am-lm = am_score + LM_WEIGHT*lm_score + "
+                   "WORD_PENALTY*n_words; rank = the rank prior -(rank-1) (P geometric in the "
+                   "rank, for lists without scores); auto = score if present, else am-lm if "
+                   "am_score is present, else an error.")
+@click.option("--lm-weight", type=float, default=_LM_WEIGHT, show_default=True,
+              help="LM weight of the am-lm total (the bundled AMI first pass: 6.5).")
+@click.option("--word-penalty", type=float, default=_WORD_PENALTY, show_default=True,
+              help="Per-word penalty of the am-lm total, nats (AMI first pass: ln 0.65).")
+@click.option("--reference", "ref_path", default=None, metavar="REF",
+              help="Kaldi text of the references: measure NCE, ECE and AUC of the rank-1 "
+                   "words (stderr summary; --report for JSON). Every utterance needs one.")
+@click.option("--report", "report_path", default=None, metavar="FILE",
+              help="Write the metrics and settings as JSON to FILE (atomically); needs "
+                   "--reference.")
+@click.option("--calibration", "cal_path", default=None, metavar="FILE",
+              help="Apply a calibration map (a file from --fit-calibration) to every "
+                   "confidence written; metrics are reported raw and calibrated.")
+@click.option("--fit-calibration", "fit_path", default=None, metavar="FILE",
+              help="Fit an isotonic map of word correctness on the raw rank-1 confidences "
+                   "(needs --reference), write it to FILE (JSON breakpoints) and apply it to "
+                   "this output (calibrated metrics are then in-sample).")
+@output_option
+@common_options
+def confidence(input_path, scale, total, lm_weight, word_penalty, ref_path, report_path, cal_path,
+               fit_path, output):
+    """Add a 'confidence' column to an N-best TSV: one float in [0, 1] per word of 'text'.
+
+    Hypothesis posteriors P(h) = softmax over the utterance's hypotheses of S * T_h. The
+    confidence of a word of a hypothesis is the summed posterior of the hypotheses that
+    contain the same word at the aligned position (each pair of hypotheses aligned by
+    Levenshtein; a hypothesis always agrees with itself). Every row gets its confidences;
+    the rank-1 row's are the 1-best word confidences that finetune-lm --confidence reads.
+    An existing confidence column is replaced in place; other columns are carried through.
+
+    Metrics (rank-1 words against --reference; correct = matched in sclite's alignment):
+    NCE exactly as sclite computes it (log2, confidences clipped to [1e-7, 1-1e-7]), ECE
+    with 10 equal-width bins weighted by count, ROC AUC with correct words positive.
+
+    Words on which every hypothesis agrees get confidence 1 (an N-best list has no mass
+    outside itself); calibrate (--fit-calibration on data with references, --calibration
+    elsewhere) to get probabilities. Example:
+
+    \b
+      asrpriv confidence --reference adapt/ref.txt --fit-calibration cal.json \\
+          adapt/nbest.tsv > /dev/null
+      asrpriv confidence --calibration cal.json client.tsv \\
+        | asrpriv finetune-lm --init lm.pt --train - --recipe client-001 --confidence token
+    """
+    import json
+
+    from asrpriv.confidence.calibration import read_calibration, write_calibration
+    from asrpriv.confidence.step import Settings, run
+    from asrpriv.errors import AsrprivError
+    from asrpriv.io.kaldi import read_text
+    from asrpriv.io.output import open_output
+    from asrpriv.progress import Progress
+
+    if report_path is not None and ref_path is None:
+        raise AsrprivError("--report needs --reference")
+    if fit_path is not None and ref_path is None:
+        raise AsrprivError("--fit-calibration needs --reference")
+    if fit_path is not None and cal_path is not None:
+        raise AsrprivError("--calibration and --fit-calibration exclude each other")
+    if "-" in (report_path, fit_path):
+        raise AsrprivError("--report and --fit-calibration need a file name (stdout carries the TSV)")
+    if sum(p == "-" for p in (input_path, ref_path, cal_path)) > 1:
+        raise AsrprivError("only one input can be standard input ('-')")
+    settings = Settings(scale=scale, total=total, lm_weight=lm_weight, word_penalty=word_penalty)
+    refs = read_text(ref_path) if ref_path is not None else None
+    calibration = read_calibration(cal_path) if cal_path is not None else None
+    from asrpriv.errors import display_name
+
+    with Progress("utt") as progress, open_output(output) as out:
+        outcome = run(input_path, out, settings, refs=refs, ref_path=ref_path, calibration=calibration,
+                      fit=fit_path is not None, fit_meta={"fit_on": display_name(input_path)},
+                      warn=warn, progress=progress)
+    if calibration is not None:
+        differ = [f"{k} {calibration.meta[k]} (now {v})" for k, v in outcome.settings.items()
+                  if k in calibration.meta and calibration.meta[k] != v]
+        if differ:
+            warn(f"{cal_path} was fitted on confidences made with other settings: {', '.join(differ)}")
+    if fit_path is not None:
+        with open_output(fit_path) as f:
+            write_calibration(f, outcome.calibration)
+    info(f"confidence: {outcome.utterances} utterances, {outcome.hypotheses} hypotheses "
+         f"({', '.join(f'{k} {v}' for k, v in outcome.settings.items())})")
+    for name in ("raw", "calibrated"):
+        m = getattr(outcome, name)
+        if m is not None:
+            info(f"{name}: {m['words']} rank-1 words, {m['correct']} correct; "
+                 f"NCE {_fmt(m['nce'])}, ECE {_fmt(m['ece'])}, AUC {_fmt(m['auc'])}")
+    if report_path is not None:
+        with open_output(report_path) as f:
+            json.dump(outcome.report(), f, indent=1)
+            f.write("\n")
+
+
+def _fmt(value) -> str:
+    return "n/a" if value is None else f"{value:.4f}"
