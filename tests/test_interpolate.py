@@ -263,3 +263,22 @@ def test_bad_lm_and_empty_heldout(lms, tmp_path):
     empty.write_text("\n\n")
     one_line_error(run_cli(["interpolate", "--lm", a, "--lm", a, "--heldout", str(empty)]), "empty input")
     one_line_error(run_cli(["interpolate", "--lm", a, "--heldout", held]), "two --lm")
+
+
+@pytest.mark.parametrize("text,line,needle", [
+    ("\\data\\\nngram 1=2\n\n\\1-grams:\n-1\ta\n-1\ta\n\n\\end\\\n", 6, "duplicate 1-gram"),
+    ("\\data\\\nngram 1=2\nngram 2=2\n\n\\1-grams:\n-1\ta\n-1\tb\n\n\\2-grams:\n-1\ta b\n-2\ta b\n\n\\end\\\n",
+     11, "duplicate 2-gram 'a b'"),
+    ("\\data\\\nngram 1=3\n\n\\1-grams:\n-1\ta\n-1\tb\n\n\\end\\\n", 8, "declares 3 1-grams"),
+    ("\\data\\\nngram 1=1\n\n\\1-grams:\n-1\ta\n", 5, "missing \\end\\"),
+    ("\\data\\\nngram 1=1\n\n\\1-grams:\nx\ta\n\n\\end\\\n", 5, "expected a number"),
+])
+def test_packed_reader_errors(tmp_path, text, line, needle):
+    from asrpriv.errors import InputError
+    from asrpriv.ngram.packed import read_packed
+
+    p = tmp_path / "x.arpa"
+    p.write_text(text)
+    with pytest.raises(InputError) as err:
+        read_packed(str(p))
+    assert err.value.line == line and needle in err.value.detail

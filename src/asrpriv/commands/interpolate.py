@@ -80,9 +80,7 @@ def interpolate(lm_paths, heldout, ids, weights_text, init_text, tol, max_iter, 
     result = _estimate(lm_paths, heldout, ids, init, tol, max_iter, oov_policy, batch_size, threads)
     import json
 
-    import click as _click
-
-    _click.echo(json.dumps(result, sort_keys=True))
+    click.echo(json.dumps(result, sort_keys=True))
     if output:
         _write_mixture(lm_paths, result["weights"], output, precision)
 

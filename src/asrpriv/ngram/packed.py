@@ -128,7 +128,8 @@ def read_packed(path: str) -> PackedArpa:
                     continue
                 match = _SECTION.match(text)
                 if not match or int(match.group(1)) != n + 1:
-                    raise InputError(path, lineno, f"expected \\{n + 1}-grams: or \\end\\, got {text[:40]!r}")
+                    raise InputError(path, lineno,
+                                     f"expected \\{n + 1}-grams: or \\end\\, got {text[:40]!r}")
                 n += 1
                 continue
             if len(fields) == n + 1:
@@ -157,7 +158,8 @@ def read_packed(path: str) -> PackedArpa:
                 try:
                     ids.extend([index[w] for w in fields[1:n + 1]])
                 except KeyError as err:
-                    raise InputError(path, lineno, f"word {err.args[0]!r} of a {n}-gram is not a 1-gram") from None
+                    raise InputError(path, lineno,
+                                     f"word {err.args[0]!r} of a {n}-gram is not a 1-gram") from None
         elif state == "start":
             text = line.strip()
             if not text:
