@@ -109,3 +109,126 @@ def test_big_firstpass_arpa_against_kenlm():
         words += len(words_)
     assert out["logprob"] == pytest.approx(total * math.log(10), rel=1e-9)
     assert (out["oovs"], out["words"], out["sentences"]) == (oov, words, len(lines))
+
+
+# ---------------------------------------------------------------- several LMs (issue 16, 19)
+
+ARPA_B = ("\\data\\\nngram 1=6\nngram 2=2\n\n\\1-grams:\n-1.2\t<unk>\t0\n-99\t<s>\t-0.2\n-0.6\t</s>\t0\n"
+          "-0.7\tthe\t-0.1\n-0.9\tcat\t-0.1\n-1.1\tdog\t0\n\n\\2-grams:\n-0.3\t<s> the\n-0.2\tcat </s>\n\n"
+          "\\end\\\n")
+
+
+@pytest.fixture()
+def arpa_b(tmp_path):
+    p = tmp_path / "b.arpa"
+    p.write_text(ARPA_B)
+    return p
+
+
+def _kenlm_tokens(path, sentences):
+    model = kenlm.Model(str(path))
+    return [lp for s in sentences for lp, _, _ in model.full_scores(" ".join(s))]
+
+
+def test_weights_one_zero_equal_the_single_lm(arpa, arpa_b):
+    single = json.loads(run_cli(["perplexity", "-q", "--json", "--lm", str(arpa)], input=TEXT).stdout)
+    mixed = json.loads(run_cli(["perplexity", "-q", "--json", "--lm", str(arpa), "--lm", str(arpa_b),
+                                "--weights", "1,0"], input=TEXT).stdout)
+    assert mixed["logprob"] == pytest.approx(single["logprob"], abs=1e-12)
+    assert mixed["ppl"] == pytest.approx(single["ppl"], rel=1e-12)
+    assert mixed["lm_type"] == "mixture" and mixed["weights"] == [1.0, 0.0]
+    # "dog" is outside A's vocabulary only: not an OOV of the mixture (B knows it)
+    assert single["oovs"] == 1 and mixed["oovs"] == 0
+
+
+def test_dynamic_interpolation_per_word_against_kenlm(tmp_path, arpa, arpa_b):
+    per_word = tmp_path / "pw.tsv"
+    res = run_cli(["perplexity", "-q", "--json", "--lm", str(arpa), "--lm", str(arpa_b),
+                   "--weights", "0.25,0.75", "--per-word", str(per_word)], input=TEXT)
+    assert res.exit_code == 0, res.stderr
+    out = json.loads(res.stdout)
+    sents = [s.split() for s in TEXT.splitlines() if s.strip()]
+    la, lb = _kenlm_tokens(arpa, sents), _kenlm_tokens(arpa_b, sents)
+    expect = [math.log(0.25 * 10 ** x + 0.75 * 10 ** y) for x, y in zip(la, lb)]  # 003 Eq. 3
+    assert out["logprob"] == pytest.approx(math.fsum(expect), abs=1e-9)
+    rows = [line.split("\t") for line in per_word.read_text().splitlines()]
+    assert rows[0] == ["utt_id", "position", "word", "oov", "ln_p", "ln_p_1", "ln_p_2"]
+    body = rows[1:]
+    assert len(body) == out["tokens"] == 9
+    assert [r[2] for r in body] == ["the", "cat", "</s>", "cat", "the", "dog", "</s>", "the", "</s>"]
+    assert [r[0] for r in body][:4] == ["1", "1", "1", "2"] and body[2][1] == "3"
+    # the per-word stream sums to the total log-probability
+    assert math.fsum(float(r[4]) for r in body) == pytest.approx(out["logprob"], abs=1e-9)
+    assert [float(r[5]) for r in body] == pytest.approx([x * math.log(10) for x in la], abs=1e-9)
+    assert [float(r[6]) for r in body] == pytest.approx([x * math.log(10) for x in lb], abs=1e-9)
+
+
+def test_srilm_conventions_and_oov_rate(tmp_path, arpa):
+    out = json.loads(run_cli(["perplexity", "-q", "--json", "--lm", str(arpa)], input=TEXT).stdout)
+    # by hand (see test_kenlm_hand_computed): the OOV "dog" (-1.2) is left out of SRILM's sum
+    log10 = (-0.2 - 0.3 - 0.1) + (-1.1 - 0.7 - 0.5) + (-0.2 - 0.7)
+    assert out["srilm_logprob10"] == pytest.approx(log10, abs=1e-5)
+    assert out["oov_rate"] == pytest.approx(1 / 6)
+    assert out["srilm_ppl"] == pytest.approx(10 ** (-log10 / (6 - 1 + 3)), rel=1e-5)
+    assert out["srilm_ppl1"] == pytest.approx(10 ** (-log10 / (6 - 1)), rel=1e-5)
+    line = run_cli(["perplexity", "-q", "--lm", str(arpa)], input=TEXT).stdout
+    assert "oov_rate=16.67%" in line and "srilm_ppl1=" in line
+
+
+def test_nnlm_and_ngram_mixed_per_word(tmp_path, arpa):
+    sents = [s.split() for s in TEXT.splitlines() if s.strip()]
+    vocab = train.vocab_from_sentences([["the", "cat"], ["a"]])
+    model, config = train.new_model("lstm", vocab, seed=1, emb_dim=8, hidden_dim=8, layers=1)
+    path = tmp_path / "m.pt"
+    modelfile.save_model(str(path), model, vocab, config)
+    per_word = tmp_path / "pw.tsv"
+    res = run_cli(["perplexity", "--json", "--lm", str(path), "--lm", str(arpa), "--weights", "0.5,0.5",
+                   "--per-word", str(per_word)], input=TEXT)
+    assert res.exit_code == 0, res.stderr
+    body = [line.split("\t") for line in per_word.read_text().splitlines()[1:]]
+    model.eval()
+    per_sentence = sentence_logprobs(model, vocab, sents)
+    got = [0.0] * len(sents)
+    for r in body:
+        got[int(r[0]) - 1] += float(r[5])
+    assert got == pytest.approx(per_sentence, abs=1e-4)
+
+
+@pytest.mark.parametrize("extra,needles", [
+    (["--weights", "0.5,0.6"], ["sum to 1.1"]),
+    (["--weights", "1"], ["1 weights for 2 LMs"]),
+    ([], ["2 LMs need --weights"]),
+    (["--weights", "-0.5,1.5"], [">= 0"]),
+])
+def test_bad_weights(arpa, arpa_b, extra, needles):
+    proc = run_proc(["perplexity", "--lm", str(arpa), "--lm", str(arpa_b), *extra], input=TEXT)
+    assert_one_line_error(proc, *needles)
+
+
+def test_mixture_with_a_bad_lm(tmp_path, arpa):
+    bad = tmp_path / "bad.arpa"
+    bad.write_text("x\tnot an lm\n")
+    res = run_cli(["perplexity", "--lm", str(arpa), "--lm", str(bad), "--weights", "0.5,0.5"], input=TEXT)
+    assert res.exit_code == 2 and "bad.arpa" in res.stderr and len(res.stderr.strip().splitlines()) == 1
+
+
+def test_rescore_nbest_with_two_ngrams(tmp_path, arpa, arpa_b):
+    nbest = tmp_path / "nb.tsv"
+    nbest.write_text("utt_id\trank\ttext\tam_score\nu1\t1\tthe cat\t-10\nu1\t2\tcat the dog\t-9\n"
+                     "u2\t1\tthe\t-3\n")
+    res = run_cli(["rescore-nbest", "-q", "--ngram", str(arpa), "--ngram", str(arpa_b),
+                   "--ngram-weights", "0.4,0.6", str(nbest)])
+    assert res.exit_code == 0, res.stderr
+    rows = [line.split("\t") for line in res.stdout.splitlines()]
+    col = rows[0].index("ngram_score")
+    got = {r[2]: float(r[col]) for r in rows[1:]}
+    for text in ("the cat", "cat the dog", "the"):
+        la, lb = _kenlm_tokens(arpa, [text.split()]), _kenlm_tokens(arpa_b, [text.split()])
+        expect = math.fsum(math.log(0.4 * 10 ** x + 0.6 * 10 ** y) for x, y in zip(la, lb))
+        assert got[text] == pytest.approx(expect, abs=1e-3)  # scores are written with 4 decimals
+    one = run_cli(["rescore-nbest", "-q", "--ngram", str(arpa), "--ngram", str(arpa_b),
+                   "--ngram-weights", "1,0", str(nbest)]).stdout
+    assert one == run_cli(["rescore-nbest", "-q", "--ngram", str(arpa), str(nbest)]).stdout
+    res = run_cli(["rescore-nbest", "--ngram", str(arpa), "--ngram", str(arpa_b), "--ngram-weights", "0.4",
+                   str(nbest)])
+    assert res.exit_code == 2 and "--ngram-weights" in res.stderr

@@ -46,6 +46,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
                     "Train a back-off n-gram LM (modified Kneser-Ney) and write ARPA."),
     "confidence": ("asrpriv.commands.confidence:confidence",
                    "Word confidences from N-best posteriors; calibration; NCE/ECE/AUC."),
+    "interpolate": ("asrpriv.commands.interpolate:interpolate",
+                    "Interpolation weights of LMs by EM on held-out text; static ARPA mixtures."),
 }
 
 

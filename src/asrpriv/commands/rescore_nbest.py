@@ -16,7 +16,8 @@ Each hypothesis gets (natural log, higher is better):
             else, for lists with ranks only, the rank prior -(rank - 1), one nat per rank
             step (tune --lm-weight against it with tune-weights).
   lm        the --ngram score if given (it replaces the first-pass lm_score), else the
-            first-pass lm_score column.
+            first-pass lm_score column. Several --ngram with --ngram-weights: their
+            dynamic interpolation, sum over words of ln sum_k w_k P_k(w|h).
   nnlm      the --nnlm score. w = --nnlm-weight; without an NNLM score w counts as 0,
             without an n-gram/lm_score as 1.
   LM scores are sentence log-probs: the words and </s>, from <s> (kenlm's log10 x ln 10).
@@ -43,8 +44,12 @@ Weights from tune-weights: --weights FILE; options given on the command line win
 @click.argument("inputs", nargs=-1, metavar="[NBEST.tsv]...")
 @click.option("--nnlm", metavar="MODEL", default=None,
               help="Neural LM model file (from finetune-lm).")
-@click.option("--ngram", metavar="LM", default=None,
-              help="n-gram LM: ARPA (.arpa, .arpa.gz) or KenLM binary.")
+@click.option("--ngram", metavar="LM", multiple=True,
+              help="n-gram LM: ARPA (.arpa, .arpa.gz) or KenLM binary. Repeat (with "
+                   "--ngram-weights) for their dynamic interpolation, word by word.")
+@click.option("--ngram-weights", "ngram_weights", default=None, metavar="W1,W2,...",
+              help="Weights of several --ngram LMs, in order, >= 0, summing to 1 (e.g. from "
+                   "interpolate): ln sum_k w_k P_k(w|h) per word (paper 003 Eq. 3).")
 @click.option("--factors", "factors_file", metavar="FILE", default=None,
               help="FMP factors file applied to every utterance.")
 @click.option("--factors-dir", metavar="DIR", default=None,
@@ -82,7 +87,8 @@ Weights from tune-weights: --weights FILE; options given on the command line win
 @output_option
 @common_options
 @click.pass_context
-def rescore_nbest(ctx: click.Context, inputs, nnlm, ngram, factors_file, factors_dir, missing_factors,
+def rescore_nbest(ctx: click.Context, inputs, nnlm, ngram, ngram_weights, factors_file, factors_dir,
+                  missing_factors,
                   unnormalized, lm_weight, nnlm_weight, word_penalty, weights_file, reuse_scores, best,
                   device, threads, batch_tokens, max_words, chunk_utts, output) -> None:
     from asrpriv.errors import AsrprivError
@@ -100,6 +106,12 @@ def rescore_nbest(ctx: click.Context, inputs, nnlm, ngram, factors_file, factors
     if not (nnlm or ngram or reuse_scores):
         raise AsrprivError("nothing to score with: give --nnlm and/or --ngram "
                            "(or --reuse-scores to re-rank with the input's score columns)")
+    if ngram_weights is not None and not ngram:
+        raise AsrprivError("--ngram-weights needs --ngram LMs")
+    if ngram:
+        from asrpriv.mixture.weights import parse_weights
+
+        mix_weights = parse_weights(ngram_weights, len(ngram), "--ngram-weights")
     inputs = iter_inputs(inputs)
     if sum(1 for p in inputs if p == "-") > 1:
         raise AsrprivError("standard input ('-') can be read only once")
@@ -125,10 +137,14 @@ def rescore_nbest(ctx: click.Context, inputs, nnlm, ngram, factors_file, factors
 
         nnlm_scorer = NnlmScorer(nnlm, device=device, batch_tokens=batch_tokens,
                                  normalized=not unnormalized)
-    if ngram:
+    if len(ngram) == 1 and ngram_weights is None:
         from asrpriv.rescore.ngram import NgramScorer
 
-        ngram_scorer = NgramScorer(ngram, verbose=is_verbose())
+        ngram_scorer = NgramScorer(ngram[0], verbose=is_verbose())
+    elif ngram:
+        from asrpriv.rescore.ngram import MixedNgramScorer
+
+        ngram_scorer = MixedNgramScorer(ngram, mix_weights, verbose=is_verbose())
     if factors_file or factors_dir:
         from asrpriv.rescore.factors import FactorTable
 
