@@ -40,6 +40,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
                     "Split N-best lists by client into time-ordered parts (FL rounds)."),
     "train-ngram": ("asrpriv.commands.train_ngram:train_ngram",
                     "Train a back-off n-gram LM (modified Kneser-Ney) and write ARPA."),
+    "import-nbest": ("asrpriv.commands.import_nbest:import_nbest",
+                     "Convert Kaldi/ESPnet/NeMo/SRILM/icefall/TSV N-best lists to our N-best TSV."),
 }
 
 
