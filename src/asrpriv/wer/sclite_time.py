@@ -144,8 +144,9 @@ def read_ctm(path: str, stm: StmReference, normalizer: Normalizer) -> Transcript
 def count_optional(ref, optional, hyp) -> tuple[int, int, int]:
     """``(S, D, I)`` of the cheapest alignment when optional reference words may vanish.
 
-    sclite costs (insertion 3, deletion 3, substitution 4, match 0); deleting an optional word
-    costs 0 and counts as correct (sclite ``-D``). Ties go to fewer errors.
+    sclite's costs (insertion 3, deletion 3, substitution 4, match 0) choose the alignment, an
+    optional word's deletion costing 3 like any other; a deleted optional word then counts
+    as correct (sclite ``-D``, which agrees on the tests' random cases). Ties go to fewer errors.
     """
     n, m = len(ref), len(hyp)
     # cost[i][j] = (sclite cost, errors, S, D, I)
@@ -154,7 +155,7 @@ def count_optional(ref, optional, hyp) -> tuple[int, int, int]:
         opt = optional[i - 1]
         cur = [None] * (m + 1)
         c, e, s, d, ins = prev[0]
-        cur[0] = (c, e, s, d, ins) if opt else (c + 3, e + 1, s, d + 1, ins)
+        cur[0] = (c + 3, e, s, d, ins) if opt else (c + 3, e + 1, s, d + 1, ins)
         for j in range(1, m + 1):
             best = None
             c, e, s, d, ins = prev[j - 1]
@@ -163,7 +164,7 @@ def count_optional(ref, optional, hyp) -> tuple[int, int, int]:
             else:
                 best = (c + 4, e + 1, s + 1, d, ins)
             c, e, s, d, ins = prev[j]
-            cand = (c, e, s, d, ins) if opt else (c + 3, e + 1, s, d + 1, ins)
+            cand = (c + 3, e, s, d, ins) if opt else (c + 3, e + 1, s, d + 1, ins)
             if cand[:2] < best[:2]:
                 best = cand
             c, e, s, d, ins = cur[j - 1]
