@@ -11,9 +11,9 @@ alternations ``{ a / b }`` are not supported (an error).
 
 ctm (hypothesis): ``file channel begin duration word [confidence]``. Words are chopped into
 the stm segments of their file and channel (channels compared case-insensitively) as sclite
-does: a word belongs to the first segment, in time order, whose end is at or after the
-word's midpoint (so a word between two segments goes to the next one), and words after the
-last segment to the last one. Checked against sclite 2.4 (tests/test_score_wer_formats.py).
+does: a word belongs to the first segment, in time order, whose end is after the
+word's midpoint (so a word between two segments, or with its midpoint exactly on a
+boundary, goes to the next one), and words after the last segment to the last one. Checked against sclite 2.4 (tests/test_score_wer_formats.py).
 
 Segment ids (the utterance ids of reports): ``file-channel-BEGIN-END`` with times in
 centiseconds, zero-padded to 7 digits.
@@ -126,7 +126,7 @@ def read_ctm(path: str, stm: StmReference, normalizer: Normalizer) -> Transcript
         ends = [s[1] for s in segs]
         items.sort(key=lambda t: (t[0], t[1]))
         for mid, lineno, word in items:
-            k = min(bisect.bisect_left(ends, mid), len(segs) - 1)
+            k = min(bisect.bisect_right(ends, mid), len(segs) - 1)
             uid = segs[k][2]
             if uid is None:
                 continue
