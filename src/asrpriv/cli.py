@@ -48,6 +48,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
                    "Word confidences from N-best posteriors; calibration; NCE/ECE/AUC."),
     "interpolate": ("asrpriv.commands.interpolate:interpolate",
                     "Interpolation weights of LMs by EM on held-out text; static ARPA mixtures."),
+    "import-nbest": ("asrpriv.commands.import_nbest:import_nbest",
+                     "Convert Kaldi/ESPnet/NeMo/SRILM/icefall/TSV N-best lists to our N-best TSV."),
 }
 
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 import click
 
 from asrpriv.errors import AsrprivError
-from asrpriv.options import FiniteFloat, check_output_path, common_options, output_option, warn
+from asrpriv.options import (FiniteFloat, check_output_path, common_options, output_option,
+                             seed_option, warn)
 
 
 @click.command("score-wer")
@@ -16,10 +17,32 @@ from asrpriv.options import FiniteFloat, check_output_path, common_options, outp
 @click.option("--compare", "compare_path", default=None, metavar="HYP2",
               help="A second hypothesis (system B): add the MAPSSWE test of A against B, "
                    "as sc_stats -t mapsswe (segments bounded by 2 words correct in both).")
-@click.option("--input-format", type=click.Choice(["auto", "kaldi", "trn"]), default="auto",
+@click.option("--input-format", type=click.Choice(["auto", "kaldi", "trn", "nemo", "stm"]),
+              default="auto", show_default=True,
+              help="Format of REF/HYP/HYP2: Kaldi 'utt_id w1 w2 ...', trn 'w1 w2 ... (utt_id)', "
+                   "NeMo manifests (JSON lines; REF from 'text', HYP from 'pred_text'), or stm = "
+                   "sclite stm REF with ctm HYPs (words chopped into segments by time, as sclite). "
+                   "auto, per file: .stm/.ctm by extension, nemo when the file starts with '{', "
+                   "trn when every line ends with '(id)', else kaldi.")
+@click.option("--id-field", default=None, metavar="NAME",
+              help="NeMo manifests: field holding the utterance id (default: the audio file "
+                   "name without extension).")
+@click.option("-D", "--optional-deletable", is_flag=True,
+              help="stm: reference words in parentheses, (uh), are optionally deletable: "
+                   "deleting them counts as correct (sclite -D).")
+@click.option("--subset", is_flag=True,
+              help="Score only the reference utterances present in HYP (as sclite does with trn "
+                   "and tune-weights with its N-best list); the others are reported, not counted.")
+@click.option("--bootstrap", "bootstrap_n", type=click.IntRange(min=1), default=None, metavar="N",
+              help="Add bootstrap percentile confidence intervals from N resamples: of the WER "
+                   "and, with --compare, of WER(A) - WER(B) (paired resampling).")
+@click.option("--bootstrap-unit", type=click.Choice(["utterance", "speaker"]), default="utterance",
               show_default=True,
-              help="Format of REF/HYP/HYP2: Kaldi 'utt_id w1 w2 ...' or trn 'w1 w2 ... (utt_id)'; "
-                   "auto = trn when every line ends with '(id)', per file.")
+              help="What the bootstrap resamples: utterances, or speakers (all their utterances "
+                   "together; needs --utt2spk or an stm reference).")
+@click.option("--confidence-level", type=click.FloatRange(0.0, 1.0, min_open=True, max_open=True),
+              default=0.95, show_default=True, help="Level of the bootstrap intervals.")
+@seed_option("Seed of the bootstrap resampling (without it, a random seed, printed in the report).")
 @click.option("--format", "out_format", type=click.Choice(["text", "json"]), default="text",
               show_default=True, help="Report format: sclite-like text summary or JSON "
                                       "(keys in docs/CONTRACTS.md; rates in percent).")
@@ -42,6 +65,8 @@ from asrpriv.options import FiniteFloat, check_output_path, common_options, outp
 @output_option
 @common_options
 def score_wer(ref_path: str, hyp_path: str, compare_path: str | None, input_format: str,
+              id_field: str | None, optional_deletable: bool, subset: bool, bootstrap_n: int | None,
+              bootstrap_unit: str, confidence_level: float, seed: int | None,
               out_format: str, lowercase: bool, strip_punct: bool, utt2spk_path: str | None,
               details_path: str | None, allow_extra: bool, alpha: float, output: str) -> None:
     """Score HYP against REF by utterance id: WER = 100 (S+D+I)/N percent.
@@ -60,20 +85,83 @@ def score_wer(ref_path: str, hyp_path: str, compare_path: str | None, input_form
     stdin_users = [p for p in (ref_path, hyp_path, compare_path, utt2spk_path) if p == "-"]
     if len(stdin_users) > 1:
         raise AsrprivError("only one input can be standard input ('-')")
-    normalizer = Normalizer(lowercase=lowercase, strip_punct=strip_punct)
-    ref = read_transcript(ref_path, input_format, normalizer)
-    if not ref.words:
-        from asrpriv.errors import InputError
+    from asrpriv.errors import InputError
 
-        raise InputError(ref_path, None, "empty input: expected reference transcripts")
-    hyp = read_transcript(hyp_path, input_format, normalizer)
-    other = read_transcript(compare_path, input_format, normalizer) if compare_path else None
+    normalizer = Normalizer(lowercase=lowercase, strip_punct=strip_punct)
+    timed = input_format == "stm" or (input_format == "auto" and _ext(ref_path) == ".stm")
+    optional = None
     utt2spk = read_map(utt2spk_path, "speaker") if utt2spk_path else None
+    if timed:
+        from asrpriv.wer.sclite_time import read_ctm, read_stm
+
+        for p in (hyp_path, compare_path):
+            if p is not None and input_format == "auto" and _ext(p) != ".ctm":
+                raise AsrprivError(f"{p}: an stm reference needs ctm hypotheses (name them .ctm "
+                                   "or give --input-format stm)")
+        stm = read_stm(ref_path, normalizer, optional_deletable)
+        ref = stm.transcript
+        hyp = read_ctm(hyp_path, stm, normalizer)
+        other = read_ctm(compare_path, stm, normalizer) if compare_path else None
+        optional = stm.optional or None
+        if utt2spk is None:
+            utt2spk = stm.speakers
+        if subset:
+            raise AsrprivError("--subset does not apply to ctm hypotheses (every stm segment is scored)")
+    else:
+        if optional_deletable:
+            raise AsrprivError("--optional-deletable applies to stm references")
+        fmt = input_format
+        ref = read_transcript(ref_path, fmt, normalizer, "text", id_field)
+        hyp = read_transcript(hyp_path, fmt, normalizer, "pred_text", id_field)
+        other = (read_transcript(compare_path, fmt, normalizer, "pred_text", id_field)
+                 if compare_path else None)
+    if not ref.words:
+        raise InputError(ref_path, None, "empty input: expected reference transcripts")
+    if subset:
+        kept = {u: w for u, w in ref.words.items() if u in hyp.words}
+        dropped = len(ref.words) - len(kept)
+        if not kept:
+            raise InputError(hyp_path, None, "--subset: no hypothesis id is in the reference")
+        if dropped:
+            warn(f"--subset: {dropped} reference utterance(s) without hypothesis left out of the score")
+        ref.words = kept
+    if bootstrap_n is not None and bootstrap_unit == "speaker" and utt2spk is None:
+        raise AsrprivError("--bootstrap-unit speaker needs --utt2spk (or an stm reference)")
     report = score(ref, hyp, normalizer, allow_extra=allow_extra, utt2spk=utt2spk,
                    utt2spk_path=utt2spk_path, paths=details_path is not None, compare=other,
-                   alpha=alpha, warn=warn)
+                   alpha=alpha, warn=warn, optional=optional)
+    if bootstrap_n is not None:
+        report.extra["bootstrap"] = _bootstrap(ref, hyp, other, optional, utt2spk, bootstrap_n,
+                                               bootstrap_unit, confidence_level, seed)
     if details_path is not None:
         with open_output(details_path) as f:
             write_details(report, ref, hyp, f)
     with open_output(output) as f:
         (write_json if out_format == "json" else write_text)(report, f)
+
+
+def _ext(path: str | None) -> str:
+    import os
+
+    if not path or path == "-":
+        return ""
+    name = path[:-3] if path.endswith(".gz") else path
+    return os.path.splitext(name)[1].lower()
+
+
+def _bootstrap(ref, hyp, other, optional, utt2spk, n, unit, level, seed) -> dict:
+    from asrpriv.wer.bootstrap import bootstrap, unit_totals
+    from asrpriv.wer.report import utterance_counts
+
+    empty: list[str] = []
+    opt = optional or {}
+
+    def counts(h):
+        return {u: (sum(utterance_counts(r, h.words.get(u, empty), opt.get(u))), len(r))
+                for u, r in ref.words.items()}
+
+    names, errs, words = unit_totals(counts(hyp), utt2spk if unit == "speaker" else None)
+    errs_b = None
+    if other is not None:
+        _n, errs_b, _w = unit_totals(counts(other), utt2spk if unit == "speaker" else None)
+    return bootstrap(errs, words, n, level, seed, errs_b, unit).as_dict()

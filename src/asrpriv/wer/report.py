@@ -94,6 +94,7 @@ class WerReport:
             out["speakers"] = {spk: c.as_dict() for spk, c in self.speakers.items()}
         if self.compare is not None:
             out["compare"] = self.compare
+        out.update(self.extra)
         return out
 
 
@@ -145,11 +146,14 @@ def score(ref: Transcript, hyp: Transcript, normalizer: Normalizer, *,
           allow_extra: bool = False, utt2spk: dict[str, str] | None = None,
           utt2spk_path: str | None = None,
           paths: bool = False, compare: Transcript | None = None, alpha: float = 0.05,
-          warn: Callable[[str], None] | None = None) -> WerReport:
+          warn: Callable[[str], None] | None = None,
+          optional: dict[str, list[bool]] | None = None) -> WerReport:
     """Score ``hyp`` against ``ref``; optionally per speaker, with paths, and MAPSSWE.
 
     ``paths=True`` (or ``compare``) aligns every utterance word by word with sclite's
-    dynamic programme; otherwise the RapidFuzz fast path counts errors.
+    dynamic programme; otherwise the RapidFuzz fast path counts errors. ``optional``
+    (utterance -> flags of optionally deletable reference words, sclite ``-D``) counts those
+    utterances with :func:`asrpriv.wer.sclite_time.count_optional`; no paths then.
     """
     missing, extra = check_ids(ref, hyp, allow_extra, warn)
     if utt2spk is not None:
@@ -162,13 +166,20 @@ def score(ref: Transcript, hyp: Transcript, normalizer: Normalizer, *,
     all_paths: dict[str, list[Step]] | None = None
     hwords = hyp.words
     empty: list[str] = []
-    if paths or compare is not None:
+    if optional and (paths or compare is not None):
+        from asrpriv.errors import AsrprivError
+
+        raise AsrprivError("optionally deletable words (-D) are not supported with --details or --compare")
+    if optional:
+        per_utt = ((u, len(r), utterance_counts(r, hwords.get(u, empty), optional.get(u)))
+                   for u, r in ref.words.items())
+    elif paths or compare is not None:
         all_paths = align_all(ref, hyp)
         per_utt = ((u, len(r), counts_of(all_paths[u])) for u, r in ref.words.items())
     else:
         per_utt = ((u, len(r), count_errors(r, hwords.get(u, empty)))
                    for u, r in ref.words.items())
-    if speakers is None and all_paths is None:
+    if speakers is None and all_paths is None and not optional:
         (totals.sentences, totals.sentence_errors, totals.ref_words, totals.substitutions,
          totals.deletions, totals.insertions) = count_totals(
             zip(ref.words.values(), map(hwords.get, ref.words, repeat(empty))))
@@ -195,6 +206,15 @@ def score(ref: Transcript, hyp: Transcript, normalizer: Normalizer, *,
         report.compare = compare_dict(result, totals, totals_b, _name(compare.path),
                                       missing_b, extra_b)
     return report
+
+
+def utterance_counts(ref: list[str], hyp: list[str], optional: list[bool] | None = None):
+    """``(S, D, I)`` of one utterance, with optionally deletable words when flagged."""
+    if optional is not None and any(optional):
+        from asrpriv.wer.sclite_time import count_optional
+
+        return count_optional(ref, optional, hyp)
+    return count_errors(ref, hyp)
 
 
 def compare_dict(result: MapssweResult, a: Counts, b: Counts, name_b: str,
@@ -274,6 +294,14 @@ def write_text(report: WerReport, out: IO[str]) -> None:
         out.write(f"  mean(A-B) {c['mean']:.3f}  sd {c['sd']:.3f}  Z {c['z']:.3f}"
                   f"  p {c['p_value']:.4g}\n")
         out.write(f"  significant at alpha={c['alpha']:g}: {verdict}\n")
+    b = report.extra.get("bootstrap")
+    if b is not None:
+        out.write(f"\nBootstrap {100 * b['level']:g}% percentile intervals ({b['resamples']} resamples of "
+                  f"{b['units']} {b['unit']}s, seed {b['seed']})\n")
+        out.write(f"  WER {b['wer']:.2f}%  [{b['wer_low']:.2f}, {b['wer_high']:.2f}]\n")
+        if b.get("diff") is not None:
+            out.write(f"  WER(A) - WER(B) {b['diff']:+.2f}  [{b['diff_low']:+.2f}, {b['diff_high']:+.2f}]"
+                      " (paired)\n")
 
 
 def write_details(report: WerReport, ref: Transcript, hyp: Transcript, out: IO[str]) -> None:

@@ -14,7 +14,7 @@ from asrpriv.errors import InputError
 from asrpriv.io.lines import iter_blocks
 from asrpriv.io.trn import parse_trn_line
 
-FORMATS = ("auto", "kaldi", "trn")
+FORMATS = ("auto", "kaldi", "trn", "nemo")
 
 
 @dataclass(frozen=True)
@@ -77,12 +77,15 @@ def _numbered_lines(blocks: list[tuple[int, str]]):
 
 
 def detect_format(lines) -> str:
-    """``trn`` if every non-blank line ends with ``(id)``, else ``kaldi``."""
+    """``nemo`` if the first non-blank line is a JSON object, ``trn`` if every non-blank line
+    ends with ``(id)``, else ``kaldi``."""
     seen = False
     for _lineno, line in lines:
         stripped = line.rstrip()
         if not stripped:
             continue
+        if not seen and stripped.lstrip().startswith("{"):
+            return "nemo"
         seen = True
         if not stripped.endswith(")") or "(" not in stripped:
             return "kaldi"
@@ -90,8 +93,13 @@ def detect_format(lines) -> str:
 
 
 def read_transcript(path: str | None, fmt: str = "auto",
-                    normalizer: Normalizer = Normalizer()) -> Transcript:
+                    normalizer: Normalizer = Normalizer(), field: str = "text",
+                    id_field: str | None = None) -> Transcript:
     """Read a transcript; duplicate ids, lines without an id and bad trn ids are errors.
+
+    NeMo manifests (JSON lines): the words are the entry's ``field`` (``text`` for
+    references, ``pred_text`` for hypotheses), the id its ``id_field`` or, by default, the
+    file name of ``audio_filepath`` without extension.
 
     Case folding applies to the words only, never to utterance ids. Input is decoded in
     blocks (strict UTF-8, located errors, gzip) by :func:`asrpriv.io.lines.iter_blocks`.
@@ -102,16 +110,19 @@ def read_transcript(path: str | None, fmt: str = "auto",
     was_enabled = gc.isenabled()
     gc.disable()
     try:
-        return _read(path, fmt, normalizer)
+        return _read(path, fmt, normalizer, field, id_field)
     finally:
         if was_enabled:
             gc.enable()
 
 
-def _read(path: str | None, fmt: str, normalizer: Normalizer) -> Transcript:
+def _read(path: str | None, fmt: str, normalizer: Normalizer, field: str = "text",
+          id_field: str | None = None) -> Transcript:
     blocks = list(iter_blocks(path))
     if fmt == "auto":
         fmt = detect_format(_numbered_lines(blocks))
+    if fmt == "nemo":
+        return _read_nemo(path, blocks, normalizer, field, id_field)
     words: dict[str, list[str]] = {}
     where: dict[str, int] = {}
     trn = fmt == "trn"
@@ -142,3 +153,30 @@ def _read(path: str | None, fmt: str, normalizer: Normalizer) -> Transcript:
         words[utt_id] = toks
         where[utt_id] = lineno
     return Transcript(path=path, format=fmt, words=words, lines=where)
+
+
+def _read_nemo(path, blocks, normalizer: Normalizer, field: str, id_field: str | None) -> Transcript:
+    import json
+
+    from asrpriv.io.importers.nemo import manifest_id
+
+    words: dict[str, list[str]] = {}
+    where: dict[str, int] = {}
+    for lineno, line in _numbered_lines(blocks):
+        if not line.strip():
+            continue
+        try:
+            entry = json.loads(line)
+        except json.JSONDecodeError as err:
+            raise InputError(path, lineno, f"not a JSON object: {err.msg}") from None
+        if not isinstance(entry, dict):
+            raise InputError(path, lineno, "not a JSON object")
+        if field not in entry:
+            raise InputError(path, lineno, f"no {field!r} in this manifest entry")
+        utt_id = manifest_id(entry, id_field, path, lineno)
+        if utt_id in words:
+            raise InputError(path, lineno,
+                             f"duplicate utterance id {utt_id!r} (first on line {where[utt_id]})")
+        words[utt_id] = normalizer.words(normalizer.line(str(entry[field])).split())
+        where[utt_id] = lineno
+    return Transcript(path=path, format="nemo", words=words, lines=where)

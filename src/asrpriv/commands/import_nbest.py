@@ -1,0 +1,95 @@
+"""``asrpriv import-nbest``: another recognizer's N-best lists to our N-best TSV."""
+
+from __future__ import annotations
+
+import click
+
+from asrpriv.options import common_options, output_option
+
+HELP = """Convert N-best lists from Kaldi, ESPnet, NeMo, SRILM, icefall or any TSV/CSV
+to our N-best TSV (utt_id, rank, am_score/lm_score or score, text; docs/FORMATS.md),
+with natural-log scores (higher is better) and 1-based ranks. PATH is what the tool
+leaves:
+
+\b
+  kaldi    directory with text (or words.int + --words), ac_cost, lm_cost keyed UTT-N
+           (lattice-to-nbest | nbest-to-linear): am = -S*ac_cost, lm = -lm_cost
+           (a graph cost); costs are written unscaled, S = --acoustic-scale
+  espnet   decoding directory with 1best_recog/, 2best_recog/, ... (text, score)
+  nemo     beams file (text<TAB>score, beam-size lines per entry) + --manifest,
+           or a transcribe_speech.py manifest with pred_text (1-best)
+  srilm    directory of per-utterance N-best files, or a list file of them
+           (ac lm nwords words in log10; NBestList1.0/2.0 in bytelog)
+  icefall  recogs-*.txt (CUT:<TAB>hyp=[...]): the 1-best, no scores
+  tsv      any delimited table with a header; --map SOURCE=OURS,...
+
+The mapping of each format is in docs/FORMATS.md ("Importing N-best lists").
+"""
+
+
+@click.command("import-nbest", help=HELP)
+@click.option("--from", "source", required=True,
+              type=click.Choice(["kaldi", "espnet", "nemo", "srilm", "icefall", "tsv"]),
+              help="Format of PATH.")
+@click.argument("path", metavar="PATH")
+@click.option("--manifest", default=None, metavar="FILE",
+              help="nemo: the input manifest (JSON lines) naming the utterances of the beams file.")
+@click.option("--id-field", default=None, metavar="NAME",
+              help="nemo: manifest field holding the utterance id (default: the audio file name "
+                   "without extension).")
+@click.option("--beam-size", type=click.IntRange(min=1), default=None,
+              help="nemo: candidates per utterance in the beams file (default: lines / entries).")
+@click.option("--words", "words", default=None, metavar="words.txt",
+              help="kaldi: symbol table; read words.int instead of text.")
+@click.option("--acoustic-scale", type=click.FloatRange(min=0.0, min_open=True), default=1.0,
+              show_default=True,
+              help="kaldi: am_score = -SCALE * ac_cost (1 keeps Kaldi's unscaled acoustic log-likelihood).")
+@click.option("--map", "mapping", default=None, metavar="SRC=OURS,...",
+              help="tsv: rename source columns to ours (utt_id, text, rank, am_score, lm_score, "
+                   "score, confidence, client), e.g. hyp=text,key=utt_id.")
+@click.option("--delimiter", default=None, metavar="CHAR",
+              help="tsv: field delimiter (default: sniffed from the header; 'tab' for a tab).")
+@click.option("--log-base", type=click.Choice(["e", "10"]), default="e", show_default=True,
+              help="tsv: log base of the score columns (10 = multiply by ln 10).")
+@click.option("--ref-out", default=None, metavar="FILE",
+              help="icefall: also write the ref= transcripts as Kaldi text to FILE.")
+@output_option
+@common_options
+def import_nbest(source, path, manifest, id_field, beam_size, words, acoustic_scale, mapping,
+                 delimiter, log_base, ref_out, output) -> None:
+    import contextlib
+
+    from asrpriv.errors import AsrprivError
+    from asrpriv.io.importers import importer
+    from asrpriv.io.importers.common import write_table
+    from asrpriv.io.output import open_output
+    from asrpriv.options import info
+
+    given = {"--manifest": manifest, "--id-field": id_field, "--beam-size": beam_size,
+             "--words": words, "--map": mapping, "--delimiter": delimiter, "--ref-out": ref_out}
+    allowed = {"kaldi": {"--words"}, "nemo": {"--manifest", "--id-field", "--beam-size"},
+               "tsv": {"--map", "--delimiter"}, "icefall": {"--ref-out"}}.get(source, set())
+    for name, value in given.items():
+        if value is not None and name not in allowed:
+            raise AsrprivError(f"{name} does not apply to --from {source}")
+    if acoustic_scale != 1.0 and source != "kaldi":
+        raise AsrprivError(f"--acoustic-scale does not apply to --from {source}")
+    if log_base != "e" and source != "tsv":
+        raise AsrprivError(f"--log-base does not apply to --from {source}")
+    options = {"words": words, "acoustic_scale": acoustic_scale, "manifest": manifest,
+               "id_field": id_field, "beam_size": beam_size}
+    if source == "tsv":
+        from asrpriv.io.importers.tsv import parse_map
+
+        options["mapping"] = parse_map(mapping)
+        options["delimiter"] = "\t" if delimiter == "tab" else delimiter
+        options["log_base"] = log_base
+        if delimiter is not None and len(options["delimiter"]) != 1:
+            raise AsrprivError("--delimiter: expected one character (or 'tab')")
+    module = importer(source)
+    with contextlib.ExitStack() as stack:
+        if ref_out is not None:
+            options["ref_out"] = stack.enter_context(open_output(ref_out))
+        with open_output(output) as out:
+            n = write_table(module.read(path, **options), out)
+    info(f"import-nbest: {n} utterances from {source} {path}")

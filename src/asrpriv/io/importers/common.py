@@ -1,0 +1,118 @@
+"""What every importer shares: the row it yields, number parsing, and the TSV writer."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import IO, Iterable, Iterator
+
+from asrpriv.errors import InputError
+
+#: score columns in the order they are written
+SCORE_COLUMNS = ("am_score", "lm_score", "score")
+
+#: ln(10): SRILM and ARPA scores are log10
+LN10 = math.log(10.0)
+
+
+@dataclass
+class Row:
+    """One hypothesis: utterance id, 1-based rank, natural-log scores, words, carried values.
+
+    ``where`` is ``(path, line)`` of the record the row came from, for error messages.
+    """
+
+    utt_id: str
+    rank: int
+    text: str
+    scores: dict[str, float] = field(default_factory=dict)
+    extra: dict[str, str] = field(default_factory=dict)
+    where: tuple[str | None, int | None] = (None, None)
+
+
+@dataclass
+class NbestTable:
+    """An importer's result: score columns it fills, carried columns, and its rows."""
+
+    score_columns: list[str]
+    rows: Iterator[Row]
+    extra_columns: list[str] = field(default_factory=list)
+
+
+def parse_float(text: str, path: str | None, line: int | None, what: str) -> float:
+    """A finite-or-infinite float; NaN and non-numbers are :class:`InputError` at ``path:line``."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise InputError(path, line, f"{what}: expected a number, got {text!r}") from None
+    if math.isnan(value):
+        raise InputError(path, line, f"{what}: NaN is not a score")
+    return value
+
+
+def format_number(value: float) -> str:
+    """Shortest decimal of ``value`` rounded to 9 decimals (exact for 4-decimal inputs)."""
+    out = repr(round(value, 9))
+    return "0.0" if out == "-0.0" else out
+
+
+def check_id(utt_id: str, path: str | None, line: int | None) -> str:
+    if not utt_id or any(ch.isspace() for ch in utt_id):
+        raise InputError(path, line, f"bad utterance id {utt_id!r}")
+    return utt_id
+
+
+def write_table(table: NbestTable, out: IO[str]) -> int:
+    """Write ``table`` as our N-best TSV; return the number of utterances.
+
+    Checks while streaming: an utterance's rows are contiguous, its ranks unique, every row
+    has every score column the table announced. Rows are written in the order given (the
+    TSV reader sorts each utterance by rank).
+    """
+    scores = [c for c in SCORE_COLUMNS if c in table.score_columns]
+    columns = ["utt_id", "rank", *scores, "text", *table.extra_columns]
+    out.write("\t".join(columns) + "\n")
+    seen: set[str] = set()
+    current: str | None = None
+    ranks: set[int] = set()
+    for row in table.rows:
+        path, line = row.where
+        if row.utt_id != current:
+            if row.utt_id in seen:
+                raise InputError(path, line, f"utterance {row.utt_id!r} appears again after "
+                                             "other utterances (its hypotheses must be together)")
+            seen.add(row.utt_id)
+            current, ranks = row.utt_id, set()
+        if row.rank in ranks:
+            raise InputError(path, line, f"duplicate rank {row.rank} in utterance {row.utt_id!r}")
+        ranks.add(row.rank)
+        values = [row.utt_id, str(row.rank)]
+        for c in scores:
+            if c not in row.scores:
+                raise InputError(path, line, f"no {c} for utterance {row.utt_id!r} rank {row.rank}")
+            values.append(format_number(row.scores[c]))
+        text = " ".join(row.text.split())
+        values.append(text)
+        values.extend(_clean(row.extra.get(c, ""), path, line, c) for c in table.extra_columns)
+        out.write("\t".join(values) + "\n")
+    if not seen:
+        raise InputError(None, None, "no hypotheses found")
+    return len(seen)
+
+
+def _clean(value: str, path, line, column: str) -> str:
+    if "\t" in value or "\n" in value:
+        raise InputError(path, line, f"{column}: a value with a tab or newline cannot be written")
+    return value
+
+
+def iter_rows_grouped(rows: Iterable[Row]) -> Iterator[list[Row]]:
+    """Group consecutive rows of one utterance (for importers that must see a whole list)."""
+    group: list[Row] = []
+    for row in rows:
+        if group and row.utt_id != group[0].utt_id:
+            yield group
+            group = []
+        group.append(row)
+    if group:
+        yield group

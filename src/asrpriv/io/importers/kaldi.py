@@ -1,0 +1,125 @@
+"""Kaldi N-best lists as ``lattice-to-nbest | nbest-to-linear`` leaves them.
+
+PATH is a directory holding three Kaldi text tables keyed ``UTT-N`` (``N`` = 1 for the best
+path; ``lattice-to-nbest`` writes keys ``utt_id-1``, ``utt_id-2``, ... in order of the scaled
+total cost):
+
+* ``text``: ``UTT-N word word ...`` (``nbest-to-linear``'s transcription archive after
+  ``utils/int2sym.pl -f 2-``), or ``words.int`` (the integer archive itself) with
+  ``words=words.txt`` (``word id`` per line, the graph's symbol table);
+* ``ac_cost``: ``UTT-N cost``, the acoustic cost;
+* ``lm_cost``: ``UTT-N cost``, the graph cost.
+
+Kaldi costs are negated natural-log likelihoods, so ``am_score = -acoustic_scale * ac_cost``
+and ``lm_score = -lm_cost``. ``lm_cost`` is a *graph* cost: the LM log-probability plus the
+pronunciation, silence and HMM-transition log-probabilities of HCLG (and whatever
+``lattice-lmrescore`` left there), not an LM score alone.
+
+Acoustic scale: ``lattice-to-nbest --acoustic-scale=S`` scales the lattice by ``S`` only to
+choose and order the N best paths (``fst::ShortestPath``), then undoes the scale
+(``ScaleLattice(1/lm_scale, 1/acoustic_scale)``) on every path before writing it, so
+``nbest-to-linear`` writes *unscaled* costs (src/latbin/lattice-to-nbest.cc). The default
+``acoustic_scale=1`` keeps them unscaled, which is what ``rescore-nbest`` expects (its
+``--lm-weight`` plays the role of ``1/S``); give ``S`` to write scaled acoustic scores.
+
+The three tables are read in lockstep (``nbest-to-linear`` writes them in the same order),
+so memory does not grow with the input; a key that differs between them is an error.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Iterator
+
+from asrpriv.errors import AsrprivError, InputError
+from asrpriv.io.importers.common import NbestTable, Row, check_id, parse_float
+from asrpriv.io.lines import iter_lines
+
+
+def split_key(key: str, path: str | None, line: int) -> tuple[str, int]:
+    """``utt_id-N`` -> ``(utt_id, N)``; N must be an integer >= 1."""
+    utt, sep, n = key.rpartition("-")
+    if not sep or not utt or not n.isdigit() or int(n) < 1:
+        raise InputError(path, line, f"key {key!r} is not UTT-N (N >= 1), as lattice-to-nbest writes")
+    return utt, int(n)
+
+
+def read_symbols(path: str) -> dict[str, str]:
+    """A Kaldi symbol table (``word id`` per line) as ``{id: word}``."""
+    table: dict[str, str] = {}
+    for lineno, line in iter_lines(path):
+        parts = line.split()
+        if not parts:
+            continue
+        if len(parts) != 2 or not parts[1].isdigit():
+            raise InputError(path, lineno, "expected 'word id' (a Kaldi symbol table)")
+        if parts[1] in table:
+            raise InputError(path, lineno, f"duplicate id {parts[1]}")
+        table[parts[1]] = parts[0]
+    return table
+
+
+def _records(path: str) -> Iterator[tuple[int, str, list[str]]]:
+    for lineno, line in iter_lines(path):
+        if not line.strip():
+            continue
+        if line[0].isspace():
+            raise InputError(path, lineno, "line without a key (it starts with white space)")
+        parts = line.split()
+        yield lineno, parts[0], parts[1:]
+
+
+def _cost(rec, path: str, what: str) -> tuple[str, float]:
+    lineno, key, rest = rec
+    if len(rest) != 1:
+        raise InputError(path, lineno, f"expected 'KEY {what}', got {len(rest)} values")
+    return key, parse_float(rest[0], path, lineno, what)
+
+
+def read(path: str, words: str | None = None, acoustic_scale: float = 1.0, **_ignored) -> NbestTable:
+    if not os.path.isdir(path):
+        raise AsrprivError(f"{path}: expected a directory holding text (or words.int), ac_cost, lm_cost")
+    ac_path = os.path.join(path, "ac_cost")
+    lm_path = os.path.join(path, "lm_cost")
+    symbols = None
+    if words is not None:
+        text_path = os.path.join(path, "words.int")
+        symbols = read_symbols(words)
+    else:
+        text_path = os.path.join(path, "text")
+        if not os.path.exists(text_path) and os.path.exists(os.path.join(path, "words.int")):
+            raise AsrprivError(f"{path}: has words.int but no text: give --words words.txt")
+    for p in (text_path, ac_path, lm_path):
+        if not os.path.exists(p):
+            raise AsrprivError(f"{p}: no such file (a Kaldi N-best directory holds text, ac_cost, lm_cost)")
+    return NbestTable(["am_score", "lm_score"],
+                      _rows(text_path, ac_path, lm_path, symbols, acoustic_scale))
+
+
+def _rows(text_path, ac_path, lm_path, symbols, acoustic_scale) -> Iterator[Row]:
+    texts, acs, lms = _records(text_path), _records(ac_path), _records(lm_path)
+    for rec in texts:
+        lineno, key, toks = rec
+        if symbols is not None:
+            try:
+                toks = [symbols[t] for t in toks]
+            except KeyError as err:
+                raise InputError(text_path, lineno, f"word id {err.args[0]} is not in the symbol table") from None
+        utt, n = split_key(key, text_path, lineno)
+        check_id(utt, text_path, lineno)
+        costs = []
+        for stream, p, what in ((acs, ac_path, "ac_cost"), (lms, lm_path, "lm_cost")):
+            other = next(stream, None)
+            if other is None:
+                raise InputError(p, None, f"ends before key {key!r} (line {lineno} of {text_path})")
+            okey, cost = _cost(other, p, what)
+            if okey != key:
+                raise InputError(p, other[0], f"key {okey!r} where {text_path}:{lineno} has {key!r} "
+                                              "(the tables must list the same keys in the same order)")
+            costs.append(cost)
+        yield Row(utt, n, " ".join(toks), {"am_score": -acoustic_scale * costs[0], "lm_score": -costs[1]},
+                  where=(text_path, lineno))
+    for stream, p in ((acs, ac_path), (lms, lm_path)):
+        extra = next(stream, None)
+        if extra is not None:
+            raise InputError(p, extra[0], f"key {extra[1]!r} is not in {text_path}")

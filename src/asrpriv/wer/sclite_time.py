@@ -1,0 +1,177 @@
+"""sclite's time-marked formats: ``stm`` references and ``ctm`` hypotheses.
+
+stm (reference): ``file channel speaker begin end [<label>] word ...`` per segment, ``;;``
+comment lines. A segment whose text is ``IGNORE_TIME_SEGMENT_IN_SCORING`` is out of bounds:
+hypothesis words falling in it are dropped. With ``optional_deletable`` (sclite ``-D``), a
+reference word in parentheses, ``(uh)``, is optionally deletable: deleting it counts as
+correct, as does matching it; it stays in the reference word count (sclite's ``# Wrd``).
+Without it, ``(uh)`` is a word like any other, as in sclite without ``-D``. ``%HESITATION``
+is an ordinary word (sclite gives it no meaning without a GLM filter). Transcript
+alternations ``{ a / b }`` are not supported (an error).
+
+ctm (hypothesis): ``file channel begin duration word [confidence]``. Words are chopped into
+the stm segments of their file and channel (channels compared case-insensitively) as sclite
+does: a word belongs to the first segment, in time order, whose end is after the
+word's midpoint (so a word between two segments, or with its midpoint exactly on a
+boundary, goes to the next one), and words after the last segment to the last one. Checked against sclite 2.4 (tests/test_score_wer_formats.py).
+
+Segment ids (the utterance ids of reports): ``file-channel-BEGIN-END`` with times in
+centiseconds, zero-padded to 7 digits.
+"""
+
+from __future__ import annotations
+
+import bisect
+from dataclasses import dataclass, field
+
+from asrpriv.errors import InputError
+from asrpriv.io.lines import iter_lines
+from asrpriv.wer.transcripts import Normalizer, Transcript
+
+IGNORE = "IGNORE_TIME_SEGMENT_IN_SCORING"
+
+
+@dataclass
+class StmReference:
+    """An stm file: the segments as a transcript, their speakers, optional flags, and times."""
+
+    transcript: Transcript
+    speakers: dict[str, str]
+    optional: dict[str, list[bool]]
+    #: (file, channel) -> sorted [(begin, end, segment id, or None for an ignored region)]
+    segments: dict[tuple[str, str], list[tuple[float, float, str | None]]] = field(default_factory=dict)
+
+
+def _time(text: str, path, lineno, what) -> float:
+    try:
+        return float(text)
+    except ValueError:
+        raise InputError(path, lineno, f"{what}: expected seconds, got {text!r}") from None
+
+
+def segment_id(file: str, channel: str, begin: float, end: float) -> str:
+    return f"{file}-{channel}-{round(begin * 100):07d}-{round(end * 100):07d}"
+
+
+def read_stm(path: str, normalizer: Normalizer, optional_deletable: bool = False) -> StmReference:
+    words: dict[str, list[str]] = {}
+    lines: dict[str, int] = {}
+    speakers: dict[str, str] = {}
+    optional: dict[str, list[bool]] = {}
+    segments: dict[tuple[str, str], list] = {}
+    for lineno, line in iter_lines(path):
+        if not line.strip() or line.lstrip().startswith(";;"):
+            continue
+        parts = line.split()
+        if len(parts) < 5:
+            raise InputError(path, lineno, "expected 'file channel speaker begin end [<label>] words...'")
+        file, channel, speaker = parts[0], parts[1].lower(), parts[2]
+        begin = _time(parts[3], path, lineno, "begin")
+        end = _time(parts[4], path, lineno, "end")
+        if end < begin:
+            raise InputError(path, lineno, f"segment ends ({end}) before it begins ({begin})")
+        toks = parts[5:]
+        if toks and toks[0].startswith("<") and toks[0].endswith(">"):
+            toks = toks[1:]
+        key = (file, channel)
+        if toks == [IGNORE]:
+            segments.setdefault(key, []).append((begin, end, None))
+            continue
+        if any(t in ("{", "}", "/") or t.startswith("{") for t in toks):
+            raise InputError(path, lineno, "transcript alternations { a / b } are not supported")
+        flags = []
+        if optional_deletable:
+            out = []
+            for t in toks:
+                is_opt = len(t) > 2 and t.startswith("(") and t.endswith(")")
+                out.append(t[1:-1] if is_opt else t)
+                flags.append(is_opt)
+            toks = out
+        toks = [normalizer.line(t) for t in toks]
+        if normalizer.strip_punct:
+            kept = [(w, f) for w, f in zip(toks, flags or [False] * len(toks)) if normalizer.words([w])]
+            toks = [normalizer.words([w])[0] for w, _f in kept]
+            flags = [f for _w, f in kept]
+        uid = segment_id(file, channel, begin, end)
+        if uid in words:
+            raise InputError(path, lineno, f"two segments of {file} {channel} at {begin}-{end}")
+        words[uid], lines[uid], speakers[uid] = toks, lineno, speaker
+        if any(flags):
+            optional[uid] = flags
+        segments.setdefault(key, []).append((begin, end, uid))
+    for segs in segments.values():
+        segs.sort(key=lambda s: (s[0], s[1]))
+    return StmReference(Transcript(path, "stm", words, lines), speakers, optional, segments)
+
+
+def read_ctm(path: str, stm: StmReference, normalizer: Normalizer) -> Transcript:
+    """Chop a ctm into the stm's segments (see the module docstring); ids are segment ids."""
+    per_key: dict[tuple[str, str], list[tuple[float, int, str]]] = {}
+    for lineno, line in iter_lines(path):
+        if not line.strip() or line.lstrip().startswith(";;"):
+            continue
+        parts = line.split()
+        if len(parts) not in (5, 6):
+            raise InputError(path, lineno, "expected 'file channel begin duration word [confidence]'")
+        key = (parts[0], parts[1].lower())
+        if key not in stm.segments:
+            raise InputError(path, lineno, f"file {parts[0]} channel {parts[1]} has no segment in the reference stm")
+        begin = _time(parts[2], path, lineno, "begin")
+        dur = _time(parts[3], path, lineno, "duration")
+        per_key.setdefault(key, []).append((begin + dur / 2.0, lineno, normalizer.line(parts[4])))
+    words: dict[str, list[str]] = {}
+    lines: dict[str, int] = {}
+    for key, items in per_key.items():
+        segs = stm.segments[key]
+        ends = [s[1] for s in segs]
+        items.sort(key=lambda t: (t[0], t[1]))
+        for mid, lineno, word in items:
+            k = min(bisect.bisect_right(ends, mid), len(segs) - 1)
+            uid = segs[k][2]
+            if uid is None:
+                continue
+            words.setdefault(uid, []).append(word)
+            lines.setdefault(uid, lineno)
+    if normalizer.strip_punct:
+        words = {u: normalizer.words(w) for u, w in words.items()}
+    # every scored segment is present (an empty hypothesis where no word fell)
+    for uid in stm.transcript.words:
+        words.setdefault(uid, [])
+        lines.setdefault(uid, 0)
+    return Transcript(path, "ctm", words, lines)
+
+
+def count_optional(ref, optional, hyp) -> tuple[int, int, int]:
+    """``(S, D, I)`` of the cheapest alignment when optional reference words may vanish.
+
+    sclite's costs (insertion 3, deletion 3, substitution 4, match 0) choose the alignment, an
+    optional word's deletion costing 3 like any other; a deleted optional word then counts
+    as correct (sclite ``-D``, which agrees on the tests' random cases). Ties go to fewer errors.
+    """
+    n, m = len(ref), len(hyp)
+    # cost[i][j] = (sclite cost, errors, S, D, I)
+    prev = [(3 * j, j, 0, 0, j) for j in range(m + 1)]
+    for i in range(1, n + 1):
+        opt = optional[i - 1]
+        cur = [None] * (m + 1)
+        c, e, s, d, ins = prev[0]
+        cur[0] = (c + 3, e, s, d, ins) if opt else (c + 3, e + 1, s, d + 1, ins)
+        for j in range(1, m + 1):
+            best = None
+            c, e, s, d, ins = prev[j - 1]
+            if ref[i - 1] == hyp[j - 1]:
+                best = (c, e, s, d, ins)
+            else:
+                best = (c + 4, e + 1, s + 1, d, ins)
+            c, e, s, d, ins = prev[j]
+            cand = (c + 3, e, s, d, ins) if opt else (c + 3, e + 1, s, d + 1, ins)
+            if cand[:2] < best[:2]:
+                best = cand
+            c, e, s, d, ins = cur[j - 1]
+            cand = (c + 3, e + 1, s, d, ins + 1)
+            if cand[:2] < best[:2]:
+                best = cand
+            cur[j] = best
+        prev = cur
+    _c, _e, s, d, ins = prev[m]
+    return s, d, ins
