@@ -40,6 +40,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
                     "Split N-best lists by client into time-ordered parts (FL rounds)."),
     "train-ngram": ("asrpriv.commands.train_ngram:train_ngram",
                     "Train a back-off n-gram LM (modified Kneser-Ney) and write ARPA."),
+    "cluster-weights": ("asrpriv.commands.cluster_weights:cluster_weights",
+                        "Leakage audit: cluster shared weights/counts by who made them (paper 004)."),
 }
 
 
