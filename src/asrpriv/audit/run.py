@@ -227,15 +227,15 @@ def _dendrogram(result: dict, color_label: str, path: str) -> None:
 
     names = [item.name for item in result["items"]]
     classes = result["labels"][color_label]
-    palette = plt.get_cmap("tab20")
     order = sorted(set(classes))
-    colour = {c: palette(i % 20) for i, c in enumerate(order)}
+    palette = plt.get_cmap("tab10" if len(order) <= 10 else "tab20")
+    colour = {c: palette(i % palette.N) for i, c in enumerate(order)}
     n = len(names)
     fig, ax = plt.subplots(figsize=(max(8, min(40, n * 0.15)), 6))
     show_labels = n <= 200
     tree = dendrogram(result["linkage"], ax=ax, labels=names if show_labels else None,
                       no_labels=not show_labels, color_threshold=0, above_threshold_color="0.4",
-                      leaf_font_size=6)
+                      leaf_font_size=8 if n <= 60 else 6)
     if show_labels:
         for tick in ax.get_xticklabels():
             tick.set_color(colour[classes[names.index(tick.get_text())]])
