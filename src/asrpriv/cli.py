@@ -50,6 +50,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
                     "Interpolation weights of LMs by EM on held-out text; static ARPA mixtures."),
     "import-nbest": ("asrpriv.commands.import_nbest:import_nbest",
                      "Convert Kaldi/ESPnet/NeMo/SRILM/icefall/TSV N-best lists to our N-best TSV."),
+    "cluster-weights": ("asrpriv.commands.cluster_weights:cluster_weights",
+                        "Leakage audit: cluster shared weights/counts by who made them (paper 004)."),
 }
 
 

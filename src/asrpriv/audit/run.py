@@ -1,0 +1,272 @@
+"""One audit run: items -> geometry -> clusters -> scores, rank test, probes -> report files."""
+
+from __future__ import annotations
+
+import json
+import random
+from dataclasses import dataclass, field
+
+from asrpriv.errors import AsrprivError, InputError
+from asrpriv.io.lines import iter_lines
+
+
+@dataclass
+class AuditRequest:
+    inputs: list[str]
+    labels_path: str
+    method: str = "ward"
+    layer: str | None = None
+    clusters: int | None = None
+    size: int | None = None
+    epsilon: float = 1.5
+    seed: int | None = None
+    rank_label: str | None = None
+    rank_distractors: int = 49
+    rank_repeats: int = 50
+    probe_labels: list[str] = field(default_factory=list)
+    probe_groups: str | None = None
+    probe_folds: int = 5
+    color_label: str | None = None
+    memory_budget: int = 1 << 30
+
+
+def read_labels(path: str) -> tuple[list[str], dict[str, list[str]]]:
+    """A labels TSV with header ``item<TAB>label...`` -> (column names, item -> values)."""
+    columns: list[str] | None = None
+    rows: dict[str, list[str]] = {}
+    for lineno, line in iter_lines(path):
+        if not line.strip():
+            continue
+        parts = line.split("\t")
+        if columns is None:
+            if parts[0] != "item" or len(parts) < 2:
+                raise InputError(path, lineno, "expected a header 'item<TAB>label...'")
+            columns = parts[1:]
+            if len(set(columns)) != len(columns) or any(not c for c in columns):
+                raise InputError(path, lineno, "label column names must be distinct and non-empty")
+            continue
+        if len(parts) != len(columns) + 1:
+            raise InputError(path, lineno, f"expected {len(columns) + 1} tab-separated fields, "
+                                           f"got {len(parts)}")
+        if parts[0] in rows:
+            raise InputError(path, lineno, f"duplicate item {parts[0]!r}")
+        rows[parts[0]] = parts[1:]
+    if columns is None:
+        raise InputError(path, None, "empty labels file")
+    return columns, rows
+
+
+def run_audit(request: AuditRequest, progress=None) -> dict:
+    """Run the audit; returns everything the report needs (assignment, scores, linkage...)."""
+    import numpy as np
+
+    from asrpriv.audit import clustering, metrics
+    from asrpriv.audit.gram import block_dims_for, centred_gram
+    from asrpriv.audit.items import VectorSource, expand_items
+
+    columns, label_rows = read_labels(request.labels_path)
+    items = expand_items(request.inputs)
+    missing = [item.name for item in items if item.name not in label_rows]
+    if missing:
+        raise InputError(request.labels_path, None,
+                         f"no labels for {len(missing)} item(s), e.g. {missing[0]!r} ({_path_of(items, missing[0])})")
+    for name in [request.rank_label, request.color_label, request.probe_groups,
+                 *request.probe_labels]:
+        if name is not None and name not in columns:
+            raise AsrprivError(f"no label column {name!r} in {request.labels_path} "
+                               f"(columns: {', '.join(columns)})")
+    labels = {col: [label_rows[item.name][i] for item in items] for i, col in enumerate(columns)}
+    n = len(items)
+
+    source = VectorSource(items, request.layer)
+    geometry = centred_gram(source.iter_blocks(block_dims_for(n), request.memory_budget), n,
+                            progress=progress)
+    distances = geometry.distances()
+    condensed = geometry.condensed_distances()
+    rng = random.Random(request.seed)
+
+    method = request.method
+    linkage = None
+    if method == "ward":
+        k = request.clusters or (round(n / request.size) if request.size
+                                 else len(set(labels[columns[0]])))
+        k = max(1, min(k, n))
+        linkage = clustering.ward_linkage(condensed)
+        assignment = clustering.ward_clusters(condensed, k)
+    elif method == "kmeans":
+        k = request.clusters or 2
+        if not 1 <= k <= n:
+            raise AsrprivError(f"--clusters must be between 1 and the number of items ({n})")
+        assignment = clustering.kmeans_clusters(geometry.embedding(), k, request.seed)
+    else:
+        size = request.size or 4
+        if request.clusters:
+            raise AsrprivError(f"--method {method} makes clusters of a fixed --size, not --clusters")
+        if method == "divisive":
+            assignment = clustering.divisive_clusters(distances, size, request.epsilon)
+        elif method == "constrained":
+            assignment = clustering.constrained_clusters(geometry.squared_distances(), size)
+        elif method == "random":
+            assignment = clustering.random_clusters(n, size, rng)
+        else:  # pragma: no cover - click validates
+            raise AsrprivError(f"unknown method {method!r}")
+
+    scores = {col: metrics.score_clusters(assignment, labels[col]).as_dict() for col in columns}
+    report: dict = {
+        "method": method, "items": n, "dim": geometry.dim, "kind": source.kind,
+        "layer": request.layer, "clusters": len(set(assignment)),
+        "sizes": {str(k): v for k, v in metrics.size_histogram(assignment).items()},
+        "labels": scores,
+        "purity": {col: scores[col]["purity"] for col in columns},
+        "entropy": {col: scores[col]["entropy"] for col in columns},
+        "settings": {"seed": request.seed, "size": request.size, "epsilon": request.epsilon,
+                     "clusters_requested": request.clusters, "log_base": 2},
+    }
+    small = [col for col in columns if len(set(labels[col])) <= 5]
+    if small:
+        report["confusion"] = {col: {str(c): row for c, row in
+                                     metrics.confusion(assignment, labels[col]).items()}
+                               for col in small}
+    if request.rank_label:
+        from asrpriv.audit.rank_test import rank_test
+
+        try:
+            result = rank_test(distances, labels[request.rank_label], random.Random(request.seed),
+                               request.rank_distractors, request.rank_repeats)
+        except ValueError as err:
+            raise AsrprivError(f"--rank-label {request.rank_label}: {err}") from None
+        report["rank"] = {"label": request.rank_label, **result.as_dict()}
+    if request.probe_labels:
+        from asrpriv.audit.probe import linear_probe
+
+        embedding = geometry.embedding()
+        groups = labels[request.probe_groups] if request.probe_groups else None
+        report["probe"] = {}
+        for col in request.probe_labels:
+            try:
+                result = linear_probe(embedding, labels[col], col, request.seed,
+                                      request.probe_folds, groups, request.probe_groups)
+            except ValueError as err:
+                raise AsrprivError(f"--probe-label {col}: {err}") from None
+            report["probe"][col] = result.as_dict()
+    return {"items": items, "assignment": assignment, "labels": labels, "columns": columns,
+            "report": report, "linkage": linkage}
+
+
+def _path_of(items, name):
+    return next(item.path for item in items if item.name == name)
+
+
+def write_outputs(result: dict, out_dir: str, color_label: str | None, version: str) -> None:
+    """assignments.tsv, report.json, report.md and the plots, each written atomically."""
+    import os
+
+    from asrpriv.io.output import atomic_path, open_output
+
+    os.makedirs(out_dir, exist_ok=True)
+    report = dict(result["report"])
+    report["version"] = version
+    with open_output(os.path.join(out_dir, "assignments.tsv")) as f:
+        f.write("item\tcluster\n")
+        for item, cluster in zip(result["items"], result["assignment"]):
+            f.write(f"{item.name}\t{cluster}\n")
+    with open_output(os.path.join(out_dir, "report.json")) as f:
+        json.dump(report, f, indent=2, sort_keys=True)
+        f.write("\n")
+    with open_output(os.path.join(out_dir, "report.md")) as f:
+        f.write(markdown_report(report))
+    color = color_label or result["columns"][0]
+    import matplotlib
+
+    matplotlib.use("Agg")
+    if result["linkage"] is not None:
+        path = os.path.join(out_dir, "dendrogram.png")
+        with atomic_path(path) as tmp:
+            _dendrogram(result, color, tmp)
+    path = os.path.join(out_dir, "sizes.png")
+    with atomic_path(path) as tmp:
+        _sizes_plot(report, tmp)
+
+
+def markdown_report(report: dict) -> str:
+    lines = [f"# cluster-weights: {report['method']}", "",
+             f"{report['items']} items of dimension {report['dim']} ({report['kind']}"
+             + (f", layer `{report['layer']}`" if report.get("layer") else "") + f"); "
+             f"{report['clusters']} clusters. Entropy in bits (log base 2), 004 Eq. 4.3-4.5.", "",
+             "| label | clusters | pure clusters | purity | entropy |", "|---|---|---|---|---|"]
+    for col, s in report["labels"].items():
+        lines.append(f"| {col} | {s['clusters']} | {s['pure_clusters']} | {s['purity']:.3f} | "
+                     f"{s['entropy']:.3f} |")
+    lines += ["", "Cluster sizes: " + ", ".join(f"{k}: {v}" for k, v in report["sizes"].items()), ""]
+    if "rank" in report:
+        r = report["rank"]
+        lines += [f"Speaker-identification rank test (004 §4.5) on `{r['label']}`: mean rank "
+                  f"**{r['mean_rank']:.2f}** over {r['classes']} classes ({r['distractors']} "
+                  f"distractors, {r['repeats']} repeats; chance {r['chance_rank']:.1f}, perfect 1.0).", ""]
+    for col, p in report.get("probe", {}).items():
+        auc = (f", AUC {p['auc']:.3f} [{p['auc_ci'][0]:.3f}, {p['auc_ci'][1]:.3f}]"
+               if p.get("auc") is not None and p.get("auc_ci") else "")
+        grouped = f", folds grouped by `{p['grouped_by']}`" if p.get("grouped_by") else ""
+        lines += [f"Linear probe for `{col}`: accuracy {p['accuracy']:.3f} "
+                  f"[{p['accuracy_ci'][0]:.3f}, {p['accuracy_ci'][1]:.3f}] (chance "
+                  f"{p['chance']:.3f}){auc}; {p['folds']}-fold cross-validation{grouped}.", ""]
+    for col, table in report.get("confusion", {}).items():
+        classes = sorted(next(iter(table.values())))
+        lines += [f"Confusion table for `{col}`:", "",
+                  "| cluster | " + " | ".join(classes) + " |",
+                  "|---|" + "---|" * len(classes)]
+        for cluster, row in table.items():
+            lines.append(f"| {cluster} | " + " | ".join(str(row[c]) for c in classes) + " |")
+        lines.append("")
+    return "\n".join(lines)
+
+
+def _dendrogram(result: dict, color_label: str, path: str) -> None:
+    import matplotlib.pyplot as plt
+    from scipy.cluster.hierarchy import dendrogram
+
+    names = [item.name for item in result["items"]]
+    classes = result["labels"][color_label]
+    order = sorted(set(classes))
+    palette = plt.get_cmap("tab10" if len(order) <= 10 else "tab20")
+    colour = {c: palette(i % palette.N) for i, c in enumerate(order)}
+    n = len(names)
+    fig, ax = plt.subplots(figsize=(max(8, min(40, n * 0.15)), 6))
+    show_labels = n <= 200
+    tree = dendrogram(result["linkage"], ax=ax, labels=names if show_labels else None,
+                      no_labels=not show_labels, color_threshold=0, above_threshold_color="0.4",
+                      leaf_font_size=8 if n <= 60 else 6)
+    if show_labels:
+        for tick in ax.get_xticklabels():
+            tick.set_color(colour[classes[names.index(tick.get_text())]])
+    else:
+        leaves = tree["leaves"]
+        for x, leaf in enumerate(leaves):
+            ax.add_patch(plt.Rectangle((5 + 10 * x - 5, -0.02 * ax.get_ylim()[1]), 10,
+                                       0.02 * ax.get_ylim()[1], color=colour[classes[leaf]],
+                                       clip_on=False))
+    ax.set_title(f"Ward linkage on Euclidean distances ({n} items; leaves coloured by {color_label})")
+    ax.set_ylabel("merge height (Ward, Euclidean)")
+    if len(order) <= 12:
+        from matplotlib.patches import Patch
+
+        ax.legend(handles=[Patch(color=colour[c], label=c) for c in order], fontsize=7,
+                  loc="upper right")
+    fig.tight_layout()
+    fig.savefig(path, format="png", dpi=100)
+    plt.close(fig)
+
+
+def _sizes_plot(report: dict, path: str) -> None:
+    import matplotlib.pyplot as plt
+
+    sizes = {int(k): v for k, v in report["sizes"].items()}
+    fig, ax = plt.subplots(figsize=(6, 3.5))
+    ax.bar(list(sizes), list(sizes.values()), color="0.4")
+    ax.set_xlabel("items per cluster")
+    ax.set_ylabel("clusters")
+    ax.set_xticks(list(sizes))
+    ax.set_title(f"Cluster sizes ({report['method']})")
+    fig.tight_layout()
+    fig.savefig(path, format="png", dpi=100)
+    plt.close(fig)

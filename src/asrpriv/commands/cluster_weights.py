@@ -1,0 +1,80 @@
+"""``asrpriv cluster-weights``: the leakage audit of shared model updates (paper 004)."""
+
+from __future__ import annotations
+
+import click
+
+from asrpriv.options import common_options, seed_option
+
+METHODS = ("ward", "divisive", "constrained", "random", "kmeans")
+
+
+@click.command("cluster-weights")
+@click.argument("inputs", nargs=-1, required=True, metavar="FILE...")
+@click.option("--labels", "labels_path", required=True, metavar="LABELS.tsv",
+              help="Header 'item<TAB>label...', one row per item (e.g. subset, speaker, gender).")
+@click.option("--method", type=click.Choice(METHODS), default="ward", show_default=True,
+              help="ward: Ward linkage cut into --clusters; divisive / constrained: 004's Methods "
+                   "1 and 2 with clusters of --size; random: the random baseline of --size; "
+                   "kmeans: k-means with --clusters (default 2).")
+@click.option("--layer", default=None, metavar="PATTERN",
+              help="Model/delta files: parameters whose names match this glob (e.g. "
+                   "'blocks.0.*', 'output.weight'), flattened and concatenated. Default: all.")
+@click.option("--clusters", type=click.IntRange(min=1), default=None,
+              help="Number of clusters (ward, kmeans). Ward default: items / --size, else the "
+                   "number of classes of the first label column.")
+@click.option("--size", type=click.IntRange(min=1), default=None,
+              help="Cluster size for divisive, constrained and random [4, as in 004].")
+@click.option("--epsilon", type=click.FloatRange(min=1.0), default=1.5, show_default=True,
+              help="divisive: split until every cluster has < size x epsilon items (004 §4.4.2).")
+@click.option("--rank-label", default=None, metavar="COL",
+              help="Run the speaker-identification rank test (004 §4.5) with this label column.")
+@click.option("--rank-distractors", type=click.IntRange(min=1), default=49, show_default=True)
+@click.option("--rank-repeats", type=click.IntRange(min=1), default=50, show_default=True)
+@click.option("--probe-label", "probe_labels", multiple=True, metavar="COL",
+              help="Cross-validated logistic-regression probe predicting this label (repeatable).")
+@click.option("--probe-groups", default=None, metavar="COL",
+              help="Keep items with the same value of COL (e.g. speaker) in the same fold.")
+@click.option("--probe-folds", type=click.IntRange(min=2), default=5, show_default=True)
+@click.option("--color-label", default=None, metavar="COL",
+              help="Label column that colours the dendrogram's leaves [the first].")
+@click.option("--memory", "memory_mb", type=click.IntRange(min=16), default=1024, show_default=True,
+              help="MB of item vectors to hold in memory; beyond it model files are spilled to a "
+                   "temporary file and read back by dimension blocks.")
+@click.option("--out", "out_dir", required=True, metavar="DIR",
+              help="Writes DIR/assignments.tsv, report.json, report.md, sizes.png and, for ward, "
+                   "dendrogram.png.")
+@seed_option("Seed for the random baseline, k-means, the rank test and the probe's folds.")
+@common_options
+def cluster_weights(inputs, labels_path, method, layer, clusters, size, epsilon, rank_label,
+                    rank_distractors, rank_repeats, probe_labels, probe_groups, probe_folds,
+                    color_label, memory_mb, out_dir, seed):
+    """Audit what shared artifacts reveal about who made them (paper 004 §4.3-4.6).
+
+    FILE... are model or delta files (one vector per file: the --layer parameters), counts
+    files (vectors over the union of their words), or .npy vectors; '@LIST' reads
+    'item<TAB>path' lines. The item name is the file name without its extension.
+
+    Pairwise Euclidean distances come from a centred Gram matrix accumulated block by block
+    (memory ~ items^2, not items x dimensions). Reports purity and entropy (bits) per label
+    column, the number of pure clusters and the size histogram; optionally the rank test and
+    a linear probe (accuracy and AUC with 95% intervals).
+    """
+    from asrpriv import __version__
+    from asrpriv.audit.run import AuditRequest, run_audit, write_outputs
+    from asrpriv.options import info
+    from asrpriv.progress import Progress
+
+    request = AuditRequest(inputs=list(inputs), labels_path=labels_path, method=method,
+                           layer=layer, clusters=clusters, size=size, epsilon=epsilon, seed=seed,
+                           rank_label=rank_label, rank_distractors=rank_distractors,
+                           rank_repeats=rank_repeats, probe_labels=list(probe_labels),
+                           probe_groups=probe_groups, probe_folds=probe_folds,
+                           color_label=color_label, memory_budget=memory_mb << 20)
+    with Progress("dims") as bar:
+        result = run_audit(request, progress=bar.update)
+    write_outputs(result, out_dir, color_label, __version__)
+    report = result["report"]
+    info(f"cluster-weights: {report['items']} items, {report['clusters']} clusters; " +
+         "; ".join(f"{col}: purity {s['purity']:.3f}, entropy {s['entropy']:.3f}"
+                   for col, s in report["labels"].items()))
