@@ -306,7 +306,7 @@ def test_nce_agrees_with_sclite(tmp_path, adapt_slice, calibrate):
 @pytest.mark.parametrize("content, args, needles", [
     ("utt_id\trank\ttext\nu\t1\ta b\n", [], ["<stdin>:1", "no score column", "--total rank"]),
     ("utt_id\tam_score\ttext\nu\t-1\ta\n", ["--total", "score"], ["needs a 'score' column"]),
-    ("utt_id\tscore\ttext\nu\t-1\ta\nu\tnan\tb\n", [], ["<stdin>:3", "NaN"]),
+    ("utt_id\tscore\ttext\nu\t-1\ta\nu\tnan\tb\n", [], ["<stdin>:3", "finite"]),
     ("utt_id\tscore\ttext\nu\t-1\ta\nu\tinf\tb\n", [], ["<stdin>:3", "finite"]),
     ("utt_id\tscore\ttext\n", [], ["empty input"]),
     ("utt_id\tscore\ttext\nu\t-1\ta\n", ["--scale", "0"], ["--scale must be a positive"]),
