@@ -4,25 +4,39 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
 
 from conftest import AMI, ROOT
 
+SCRIPT = ROOT / "bin" / "fmp-experiment"
 
-def test_fmp_experiment_tiny_slice(tmp_path):
-    out = tmp_path / "out"
+
+def _env(**extra: str) -> dict:
     env = dict(os.environ)
     env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env['PATH']}"
     env.update(PER_CLIENT="6", TRAIN_LIMIT="15000", ROUNDS="1", T_SWEEP="1", SIGMAS="1",
                EPSILONS="1", LAMBDAS="1", LM_WEIGHTS="4:8:2", WORD_PENALTIES="-1:0:1",
+               DP_DRAWS="1", BOOTSTRAP="200",
                NNLM_ARGS="--emb-dim 32 --ffn-dim 64 --layers 1 --heads 2 --epochs 1 --vocab-size 2000")
-    proc = subprocess.run(["bash", str(ROOT / "bin" / "fmp-experiment"), "--reduced", str(AMI), str(out)],
-                          capture_output=True, text=True, env=env, timeout=900)
+    env.update(extra)
+    return env
+
+
+def _run(out: Path, **extra: str) -> subprocess.CompletedProcess:
+    proc = subprocess.run(["bash", str(SCRIPT), "--reduced", str(AMI), str(out)],
+                          capture_output=True, text=True, env=_env(**extra), timeout=900)
     assert proc.returncode == 0, proc.stderr[-3000:]
+    return proc
+
+
+def test_fmp_experiment_tiny_slice(tmp_path):
+    out = tmp_path / "out"
+    proc = _run(out)
     results = (out / "results.md").read_text()
-    for row in ("first-pass 1-best", "baseline (NNLM, unadapted)", "FMP T=1", "sigma=1",
+    for row in ("first-pass 1-best", "NNLM baseline (unadapted)", "FMP T=1", "sigma=1",
                 "alpha=0 beta=0.75", "(1, 0)-DP", "In-domain control"):
         assert row in results, row
     assert results in proc.stdout
@@ -32,15 +46,59 @@ def test_fmp_experiment_tiny_slice(tmp_path):
     reports = {p.parent.name: json.loads(p.read_text()) for p in (out / "runs").glob("*/wer.json")}
     assert {r["ref_words"] for r in reports.values()} == {reports["baseline"]["ref_words"]}
     assert reports["baseline"]["sentences"] == 36
+    # with bootstrap intervals, and DP rows compared with the no-DP row (as the paper's Table 4)
+    assert reports["fmp-T1"]["bootstrap"]["resamples"] == 200
+    assert reports["fmp-T1-dp1-draw1"]["compare"]["system_b"].endswith("fmp-T1-sigma0.1-b0/hyp.txt")
+    # every relative change and significance cell names what it is measured against
+    for line in results.splitlines():
+        if line.startswith("| ") and not line.startswith("| system"):
+            cells = [c.strip() for c in line.strip("|").split("|")]
+            for cell in (cells[2], cells[3]):
+                assert not cell or " vs " in cell or "reference" in cell, line
+            assert "%" not in cells[4] or " vs paper's " in cells[4], line
+    assert "different first-pass recognizer" in results
     # the DP run's shared counts carry the ledger: epsilon per utterance, parallel over rounds
-    noisy = (out / "runs" / "fmp-T1-dp1" / "qbar-0.counts").read_text()
+    dp_run = out / "runs" / "fmp-T1-dp1-draw1"
+    noisy = (dp_run / "qbar-0.counts").read_text()
     assert "#noise=laplace" in noisy and "#epsilon=1" in noisy and "#units=" not in noisy
     assert "#privacy_history=" in noisy and "#partition=round0/" in noisy and "seed" not in noisy
     # DP rows use beta = 0 (an exact personal cache would break the per-round accounting), and
     # the clients' factors carry the history of the release they were made from
-    factors = next((out / "runs" / "fmp-T1-dp1" / "factors-0").glob("*.tsv")).read_text()
+    factors = next((dp_run / "factors-0").glob("*.tsv")).read_text()
     assert "#beta=0\n" in factors and "#privacy_history=" in factors
     assert "beta=0" in results.split("Table 4")[1]
     # the tuning clients are excluded from the evaluation set
     eval_ids = {line.split()[0] for line in (out / "data" / "eval.ref").read_text().splitlines()}
     assert not any(i.startswith(("ES2011a", "IS1008a")) for i in eval_ids)
+    # the weight grid's edge warning of tune-weights reaches the user, and the summary repeats it
+    assert proc.stderr.count("tune-weights: warning: best word_penalty on the edge") >= 2
+    assert "warnings of this run" in proc.stderr.split("scoring")[-1]
+    assert "training the background NNLM" in proc.stderr and "epoch 1:" in proc.stderr
+
+    # an unchanged rerun reuses everything and says so; same numbers (the bootstrap is seeded)
+    again = _run(out)
+    assert "recomputing" not in again.stderr and "training" not in again.stderr
+    assert "reusing OUT/lm-background/nnlm.pt (same settings)" in again.stderr
+    assert "reusing OUT/runs/fmp-T1-dp1-draw1/hyp.txt (same settings)" in again.stderr
+    assert "tune-weights: warning: best word_penalty" in again.stderr   # replayed with the weights
+    assert re.sub(r"Run time \d+ s", "", (out / "results.md").read_text()) == re.sub(r"Run time \d+ s", "", results)
+
+    # a changed setting recomputes exactly the runs it enters, and says which setting changed
+    changed = _run(out, DP_MAX_L1="5")
+    assert ("recomputing OUT/runs/fmp-T1-dp1-draw1/hyp.txt: settings changed (max_l1: 15 -> 5)"
+            in changed.stderr)
+    assert "reusing OUT/runs/fmp-T1/hyp.txt (same settings)" in changed.stderr
+    assert "reusing OUT/lm-background/nnlm.pt (same settings)" in changed.stderr
+    counts = next((dp_run / "new-0").glob("*.counts")).read_text()
+    assert "#max_l1=5" in counts and "#max_l1=15" not in counts
+    assert "max_l1=5\n" in (dp_run / "run.key").read_text()
+    assert "clipped to L1 <= 5 pseudo-counts" in (out / "results.md").read_text()
+
+
+def test_fmp_experiment_help_lists_every_knob():
+    proc = subprocess.run(["bash", str(SCRIPT), "--help"], capture_output=True, text=True, timeout=30)
+    assert proc.returncode == 0
+    knobs = set(re.findall(r"\$\{([A-Z_][A-Z0-9_]*):-", SCRIPT.read_text()))
+    assert {"DP_MAX_L1", "NNLM_ARGS", "DP_DRAWS", "NOISE_SEED", "BOOTSTRAP"} <= knobs
+    for knob in knobs:
+        assert re.search(rf"^\s+{knob}=", proc.stderr, re.M), knob
