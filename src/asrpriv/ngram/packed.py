@@ -162,7 +162,7 @@ def read_packed(path: str) -> PackedArpa:
                                      f"word {err.args[0]!r} of a {n}-gram is not a 1-gram") from None
         elif state == "start":
             text = line.strip()
-            if not text:
+            if not text or text.startswith("#"):  # blank or comment lines before \data\
                 continue
             if text != "\\data\\":
                 raise InputError(path, lineno, "not an ARPA file: expected \\data\\")
