@@ -136,7 +136,6 @@ def _adapt_arpa(arpa_path, adapt_path, background_path, global_path, personal_pa
     adapt_counts = read(adapt_path)
     background_counts = read(background_path) if background_path else None
     model = read_packed(arpa_path)
-    info(f"read {arpa_path}: order {model.order}, n-grams {model.counts()}")
     marg = marginals(model, adapt_counts, prior, background_counts, adapt_path)
     if marg.clipped:
         warn(f"{marg.clipped} negative adaptation/background count(s) clipped to 0")
@@ -153,3 +152,5 @@ def _adapt_arpa(arpa_path, adapt_path, background_path, global_path, personal_pa
         for key, value in meta.items():
             stream.write(f"#{key}={value}\n")
         adapted.write(stream, precision)
+    info(f"adapted {arpa_path} ({'reversed' if reversed_ else 'standard'} FMA, beta {beta:g}): "
+         f"n-grams {model.counts()} -> {adapted.counts()}")

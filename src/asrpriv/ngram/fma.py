@@ -134,12 +134,26 @@ def marginals(model: PackedArpa, adapt_counts: dict[str, float], prior: float,
         p_b = np.where(keep, c_b + 0.5, 0.0)
     p_b = p_b / p_b.sum()
     c_a, dropped, dropped_mass, clipped = _count_vector(words, adapt_counts)
+    vocab = set(words) - {"<s>", "<unk>"}
     total = c_a.sum()
-    if not total > 0:
-        raise InputError(adapt_path, None, "no adaptation count > 0 on a word of the ARPA vocabulary "
-                         f"({len(adapt_counts)} words, none of them usable)")
+    if not total > 0 or not any(w in vocab and c > 0 for w, c in adapt_counts.items()):
+        raise InputError(adapt_path, _first_row_line(adapt_path),
+                         f"no word of the adaptation counts ({len(adapt_counts)} words) has a count "
+                         "> 0 and is in the ARPA vocabulary (<s>, <unk> aside): wrong vocabulary?")
     p_a = (1.0 - prior) * c_a / total + prior * p_b
     return Marginals(p_b, p_a, dropped, dropped_mass, clipped)
+
+
+def _first_row_line(path: str | None) -> int | None:
+    """Line number of the first count row of a counts file (for error messages), if readable."""
+    if not path or path == "-":
+        return None
+    from asrpriv.io.lines import iter_lines
+
+    for lineno, line in iter_lines(path):
+        if line.strip() and not line.startswith("#"):
+            return lineno
+    return None
 
 
 def closed_rows(model: PackedArpa) -> list[np.ndarray]:
