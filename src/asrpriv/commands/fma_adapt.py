@@ -112,7 +112,7 @@ def _adapt_arpa(arpa_path, adapt_path, background_path, global_path, personal_pa
     from asrpriv.errors import AsrprivError
     from asrpriv.io.counts import read_counts
     from asrpriv.io.output import check_writable, open_output
-    from asrpriv.ngram.fma import adapt_arpa, marginals
+    from asrpriv.ngram.fma import adapt_arpa, marginals, write_arpa_lines
     from asrpriv.ngram.packed import read_packed
     from asrpriv.options import info, warn
     from asrpriv.privacy.history import History
@@ -151,6 +151,6 @@ def _adapt_arpa(arpa_path, adapt_path, background_path, global_path, personal_pa
     with open_output(output) as stream:
         for key, value in meta.items():
             stream.write(f"#{key}={value}\n")
-        adapted.write(stream, precision)
+        write_arpa_lines(stream, adapted, precision)
     info(f"adapted {arpa_path} ({'reversed' if reversed_ else 'standard'} FMA, beta {beta:g}): "
          f"n-grams {model.counts()} -> {adapted.counts()}")

@@ -249,3 +249,32 @@ def suffix_of(rows: np.ndarray, lower: np.ndarray, v: int) -> np.ndarray:
     idx = lookup(t, q)
     assert (idx >= 0).all()
     return idx
+
+
+def write_arpa_lines(out, model: MixedArpa, precision: int | None = 7, chunk: int = 1 << 17) -> None:
+    """Write ``model`` as ARPA text (as :meth:`MixedArpa.write`: probability 0 and ``<s>`` as
+    -99, ``precision`` digits after the point), a chunk of rows at a time with ``map``/``join``
+    (about twice as fast as formatting line by line)."""
+    from asrpriv.ngram.arpa import write_header
+
+    write_header(out, model.counts())
+    words = model.words
+    fmt = repr if precision is None else f"{{:.{precision}f}}".format
+    for n, order in enumerate(model.orders, 1):
+        out.write(f"\\{n}-grams:\n")
+        logp = np.maximum(np.where(np.isfinite(order.logp), order.logp, LOG10_ZERO), LOG10_ZERO)
+        has_bow = not np.isnan(order.bow).all()
+        bow = np.maximum(np.nan_to_num(order.bow, nan=0.0), LOG10_ZERO)
+        for start in range(0, len(logp), chunk):
+            stop = start + chunk
+            ids = order.ids[start:stop]
+            names = list(map(words.__getitem__, ids[:, 0].tolist()))
+            for j in range(1, n):
+                names = list(map(" ".join, zip(names, map(words.__getitem__, ids[:, j].tolist()))))
+            columns = [list(map(fmt, logp[start:stop].tolist())), names]
+            if has_bow:
+                columns.append(list(map(fmt, bow[start:stop].tolist())))
+            out.write("\n".join(map("\t".join, zip(*columns))))
+            out.write("\n")
+        out.write("\n")
+    out.write("\\end\\\n")
