@@ -73,7 +73,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from asrpriv.errors import InputError
-from asrpriv.ngram.mix import LOG10_ZERO, MixedArpa, MixedOrder, _unique_rows
+from asrpriv.ngram.mix import LOG10_ZERO, MixedArpa, MixedOrder
 from asrpriv.ngram.packed import PackedArpa, lookup, row_codes
 
 
@@ -156,17 +156,39 @@ def _first_row_line(path: str | None) -> int | None:
     return None
 
 
-def closed_rows(model: PackedArpa) -> list[np.ndarray]:
-    """The model's n-grams per order as int64 rows, closed under prefixes and suffixes, sorted."""
+def closed_rows(model: PackedArpa) -> tuple[list[np.ndarray], list[np.ndarray | None]]:
+    """The model's n-grams per order as int64 rows, closed under prefixes and suffixes, sorted.
+
+    Also, per order, the index into the model's own rows of each closed row when the closure
+    added nothing to that order (the rows are the model's, permuted), else None.
+    """
     v = len(model.words)
     rows: list[np.ndarray] = [np.arange(v, dtype=np.int64).reshape(-1, 1)]
     rows += [order.ids.astype(np.int64) for order in model.orders[1:]]
-    for n in range(model.order, 2, -1):
-        rows[n - 1] = _unique_rows(rows[n - 1], v)
-        rows[n - 2] = np.concatenate([rows[n - 2], rows[n - 1][:, :-1], rows[n - 1][:, 1:]])
-    if model.order >= 2:
-        rows[1] = _unique_rows(rows[1], v)
-    return rows
+    perms: list[np.ndarray | None] = [np.arange(v)] + [None] * (model.order - 1)
+    for n in range(model.order, 1, -1):
+        if n < model.order:  # rows[n-1] got the prefixes and suffixes of order n + 1
+            rows[n - 1], perm = _sorted_unique(rows[n - 1], v)
+            # B's rows come first in the concatenation, so equal rows resolve to B's index
+            perms[n - 1] = None if len(rows[n - 1]) != len(model.orders[n - 1].ids) else perm
+        else:
+            rows[n - 1], perms[n - 1] = _sorted_unique(rows[n - 1], v)
+        if n > 2:
+            rows[n - 2] = np.concatenate([rows[n - 2], rows[n - 1][:, :-1], rows[n - 1][:, 1:]])
+    return rows, perms
+
+
+def _sorted_unique(rows: np.ndarray, v: int) -> tuple[np.ndarray, np.ndarray]:
+    """``rows`` sorted without duplicates, and the index of each result row in ``rows``."""
+    if len(rows) == 0:
+        return rows, np.arange(0)
+    codes = row_codes([rows], v)[0]
+    if (codes[1:] > codes[:-1]).all():  # already sorted (and unique)
+        return rows, np.arange(len(rows))
+    srt = np.argsort(codes, kind="stable")
+    codes = codes[srt]
+    first = np.concatenate([[True], codes[1:] != codes[:-1]])
+    return rows[srt[first]], srt[first]
 
 
 def adapt_arpa(model: PackedArpa, marg: Marginals, beta: float, reversed_: bool = False) -> MixedArpa:
@@ -191,14 +213,14 @@ def adapt_arpa(model: PackedArpa, marg: Marginals, beta: float, reversed_: bool 
             log_r, g = beta * (log_pa - log_pb), 1.0
     if bos is not None:
         log_r[bos] = -np.inf
-    rows = closed_rows(model)
+    rows, perms = closed_rows(model)
 
     # the background's probability and back-off weight of every closed row (listed or not)
     listed_logp, bows = [], []
     for n, r in enumerate(rows, 1):
         order = model.orders[n - 1]
-        if n == 1:
-            hit = np.arange(v)
+        if perms[n - 1] is not None:  # the closure added nothing to this order
+            hit = perms[n - 1]
         else:
             table, query = row_codes([order.ids, r], v)
             srt = np.argsort(table, kind="stable")
@@ -219,8 +241,11 @@ def adapt_arpa(model: PackedArpa, marg: Marginals, beta: float, reversed_: bool 
     out = [MixedOrder(rows[0], log_q - np.log10(z_prev[0]), np.full(v, np.nan))]
     for n in range(2, model.order + 1):
         r, ctx = rows[n - 1], rows[n - 2]
-        pre_q, suf_q, ctx_c = row_codes([r[:, :-1], r[:, 1:], ctx], v)
-        prefix, suffix = lookup(ctx_c, pre_q), lookup(ctx_c, suf_q)
+        if n == 2:  # the contexts are the unigrams: row index = word id
+            prefix, suffix = r[:, 0], r[:, 1]
+        else:
+            pre_q, suf_q, ctx_c = row_codes([r[:, :-1], r[:, 1:], ctx], v)
+            prefix, suffix = lookup(ctx_c, pre_q), lookup(ctx_c, suf_q)
         assert (prefix >= 0).all() and (suffix >= 0).all()
         backed = bows[n - 2][prefix] + log_pb_full[suffix]
         log_pb_n = np.where(np.isnan(listed_logp[n - 1]), backed, listed_logp[n - 1])
