@@ -60,7 +60,7 @@ def _read_counts(path):
     return read_counts(str(path))[1]
 
 
-def brute_marginals(bg, counts, prior=PRIOR):
+def brute_marginals(bg, counts, prior=PRIOR, oov_to_unk=False):
     """P_B (ARPA unigrams renormalized without <s>) and P_A (interpolated relative frequency)."""
     pred = [w for w in bg.vocabulary if w != "<s>"]
     p_b = {w: 10 ** bg.prob(w) for w in pred}
@@ -68,7 +68,7 @@ def brute_marginals(bg, counts, prior=PRIOR):
     p_b = {w: p / total for w, p in p_b.items()}
     c_a = dict.fromkeys(pred, 0.0)
     for word, c in counts.items():
-        target = word if word in c_a else ("<unk>" if "<unk>" in c_a else None)
+        target = word if word in c_a else ("<unk>" if oov_to_unk and "<unk>" in c_a else None)
         if target is not None and word != "<s>":
             c_a[target] += max(c, 0.0)
     mass = sum(c_a.values())
@@ -101,11 +101,11 @@ def kenlm_logprob(model, h, w):
 
 
 def check_against_brute_force(bg_path, out_path, counts, beta, reversed_, contexts, kenlm_check=True,
-                              kenlm_every=1):
+                              kenlm_every=1, oov_to_unk=False):
     from asrpriv.ngram.arpa import read_arpa
 
     bg, out = read_arpa(str(bg_path)), read_arpa(str(out_path))
-    pred, p_b, p_a = brute_marginals(bg, counts)
+    pred, p_b, p_a = brute_marginals(bg, counts, oov_to_unk=oov_to_unk)
     assert out.prob("<s>") == -99  # never predicted
     ken = None
     if kenlm_check:
@@ -154,16 +154,20 @@ def adapt(d, bg, counts, beta, reversed_=False, name="out.arpa", extra=()):
     return d / name
 
 
-@pytest.mark.parametrize("reversed_", [False, True], ids=["standard", "reversed"])
-def test_trained_3gram_every_context_matches_brute_force(trained, reversed_):
+@pytest.mark.parametrize("reversed_,oov_to_unk", [(False, False), (True, True)],
+                         ids=["standard-oov-dropped", "reversed-oov-to-unk"])
+def test_trained_3gram_every_context_matches_brute_force(trained, reversed_, oov_to_unk):
     from asrpriv.ngram.arpa import read_arpa
 
-    out = adapt(trained, "bg.arpa", "adapt.counts", 0.6, reversed_)
+    out = adapt(trained, "bg.arpa", "adapt.counts", 0.6, reversed_,
+                extra=["--oov-to-unk"] if oov_to_unk else [])
     bg = read_arpa(str(trained / "bg.arpa"))
+    counts = _read_counts(trained / "adapt.counts")
+    assert any(w not in bg.vocabulary for w in counts)  # OOV adaptation words exist
     contexts = all_contexts(bg)
     assert len(contexts) > 500
-    check_against_brute_force(trained / "bg.arpa", out, _read_counts(trained / "adapt.counts"), 0.6,
-                              reversed_, contexts, kenlm_every=7)
+    check_against_brute_force(trained / "bg.arpa", out, counts, 0.6, reversed_, contexts, kenlm_every=7,
+                              oov_to_unk=oov_to_unk)
 
 
 @pytest.mark.parametrize("beta", [0.0, 0.5, 1.3])

@@ -19,6 +19,9 @@ from asrpriv.options import FiniteFloat, common_options, output_option
 @click.option("--prior", type=click.FloatRange(0.0, 1.0, min_open=True), default=0.1, show_default=True,
               help="ARPA mode: weight lambda of the background marginal in the smoothed adaptation "
                    "marginal P_A(w) = (1-lambda) c(w)/C + lambda P_B(w).")
+@click.option("--oov-to-unk", is_flag=True,
+              help="ARPA mode: count adaptation words outside the ARPA vocabulary as <unk> (default: "
+                   "drop them; in rescoring <unk> stands for every OOV word of a hypothesis).")
 @click.option("--precision", type=click.IntRange(1, 17), default=7, show_default=True,
               help="ARPA mode: digits after the point of the log10 numbers written.")
 @click.option("--background", "background_path", metavar="COUNTS", default=None,
@@ -42,7 +45,7 @@ from asrpriv.options import FiniteFloat, common_options, output_option
               help="Tests only: accept counts that carry seeded (not private) noise.")
 @output_option
 @common_options
-def fma_adapt(arpa_path, adapt_path, reversed_, prior, precision, background_path, global_path,
+def fma_adapt(arpa_path, adapt_path, reversed_, prior, oov_to_unk, precision, background_path, global_path,
               personal_path, alpha, beta, lam, smoothing, allow_seeded, output):
     """Factor mode (--background, --global/--personal): write 'word<TAB>log_factor' = lambda *
     (ln g(w) - ln u(w)) (natural log) for every word of the background vocabulary,
@@ -62,7 +65,8 @@ def fma_adapt(arpa_path, adapt_path, reversed_, prior, precision, background_pat
     """
     if arpa_path is not None:
         _adapt_arpa(arpa_path, adapt_path, background_path, global_path, personal_path,
-                    0.5 if beta is None else beta, reversed_, prior, precision, allow_seeded, output)
+                    0.5 if beta is None else beta, reversed_, prior, oov_to_unk, precision, allow_seeded,
+                    output)
         return
     from asrpriv.errors import AsrprivError
 
@@ -104,7 +108,7 @@ def fma_adapt(arpa_path, adapt_path, reversed_, prior, precision, background_pat
 
 
 def _adapt_arpa(arpa_path, adapt_path, background_path, global_path, personal_path, beta, reversed_,
-                prior, precision, allow_seeded, output):
+                prior, oov_to_unk, precision, allow_seeded, output):
     """ARPA mode: read, adapt (asrpriv.ngram.fma), write with the privacy history in front."""
     import math
 
@@ -136,16 +140,17 @@ def _adapt_arpa(arpa_path, adapt_path, background_path, global_path, personal_pa
     adapt_counts = read(adapt_path)
     background_counts = read(background_path) if background_path else None
     model = read_packed(arpa_path)
-    marg = marginals(model, adapt_counts, prior, background_counts, adapt_path)
+    marg = marginals(model, adapt_counts, prior, background_counts, adapt_path, oov_to_unk)
     if marg.clipped:
         warn(f"{marg.clipped} negative adaptation/background count(s) clipped to 0")
     if marg.dropped_words:
-        warn(f"{marg.dropped_words} adaptation word(s) outside the ARPA vocabulary and no <unk> "
-             f"(mass {marg.dropped_mass:g}) dropped")
+        where = "and no <unk>" if oov_to_unk else "(--oov-to-unk: count them as <unk>)"
+        warn(f"{marg.dropped_words} adaptation word(s) outside the ARPA vocabulary {where} "
+             f"dropped (mass {marg.dropped_mass:g})")
     adapted = adapt_arpa(model, marg, beta, reversed_)
     meta = {"format": "asrpriv-arpa-meta/1", "step": "fma-adapt",
             "variant": "reversed" if reversed_ else "standard", "beta": f"{beta:g}",
-            "prior": f"{prior:g}", "marginal": "counts" if background_path else "arpa-unigrams",
+            "prior": f"{prior:g}", "oov": "unk" if oov_to_unk else "dropped", "marginal": "counts" if background_path else "arpa-unigrams",
             "version": __version__}
     meta = with_history(meta, History.combine(histories, disjoint=False))
     with open_output(output) as stream:
