@@ -58,10 +58,10 @@ def fma_adapt(arpa_path, adapt_path, reversed_, prior, oov_to_unk, precision, ba
       reversed: P_A(w|h) = (P_B(w|h)/P_B(w))^B P_A(w) / Z(h)      (003 Eq. 2)
     exactly normalized through the back-off structure (Kneser et al. 1997), O(n-grams).
     P_B(w): the ARPA's unigrams (or --background counts); P_A(w): the adaptation counts
-    smoothed with --prior. kenlm and SRILM load the output.
+    smoothed with --prior; OOV adaptation words dropped (--oov-to-unk: <unk>). kenlm loads it.
 
     Either output carries the privacy history of all its count inputs (#privacy_history; in
-    an ARPA as '#key=value' comment lines before \\data\\, which kenlm and SRILM skip).
+    an ARPA as '#key=value' comment lines before \\data\\, which kenlm skips).
     """
     if arpa_path is not None:
         _adapt_arpa(arpa_path, adapt_path, background_path, global_path, personal_path,
