@@ -9,6 +9,7 @@ the CLI is read back the same way and compared, and kenlm loads it and must agre
 from __future__ import annotations
 
 import gzip
+import itertools
 import math
 import random
 import re
@@ -403,3 +404,44 @@ def test_fast_arpa_reader_equals_line_reader(trained, tmp_path):
         bad = tmp_path / f"{case}.arpa"
         bad.write_text(text)
         assert packed_fast.read_packed_fast(str(bad)) is None, case
+
+
+def _random_arpa(seed: int) -> str:
+    """A random non-normalizing 4-gram with <unk>, whose lower orders miss 30% of the prefixes
+    and suffixes of the higher ones (KenLM's own test ARPA is of that kind)."""
+    rng = random.Random(seed)
+    vocab = ["<s>", "</s>", "<unk>", "a", "b", "c", "d"]
+    follow = vocab[1:]
+    grams = {1: {(w,) for w in vocab}}
+    for n in (2, 3, 4):
+        grams[n] = {tuple([rng.choice(vocab[:1] + follow[2:]) if n == 2 else rng.choice(vocab[2:])]
+                          + [rng.choice(vocab[2:]) for _ in range(n - 2)] + [rng.choice(follow)])
+                    for _ in range(12 * n)}
+    for n in (2, 3):
+        grams[n] = {g for g in grams[n] if rng.random() > 0.3}
+    lines = ["\\data\\"] + [f"ngram {n}={len(grams[n])}" for n in (1, 2, 3, 4)] + [""]
+    for n in (1, 2, 3, 4):
+        lines.append(f"\\{n}-grams:")
+        for g in sorted(grams[n]):
+            prob = -99 if g == ("<s>",) else round(rng.uniform(-2.0, -0.05), 4)
+            bow = f"\t{round(rng.uniform(-1.0, 0.5), 4)}" if n < 4 and rng.random() < 0.7 else ""
+            lines.append(f"{prob}\t{' '.join(g)}{bow}")
+        lines.append("")
+    return "\n".join(lines + ["\\end\\", ""])
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+@pytest.mark.parametrize("reversed_", [False, True], ids=["standard", "reversed"])
+def test_random_4gram_missing_lower_orders(trained, tmp_path, seed, reversed_):
+    """Every history of up to 3 words, brute force and kenlm, on random back-off structures."""
+    (tmp_path / "r.arpa").write_text(_random_arpa(seed))
+    (tmp_path / "r.counts").write_text("a\t4\nb\t1\n</s>\t2\nzebra\t3\n")
+    out = adapt(tmp_path, "r.arpa", "r.counts", 0.8, reversed_, extra=["--oov-to-unk"])
+    words = ["<s>", "</s>", "<unk>", "a", "b", "c", "d"]
+    contexts = [()] + [tuple(c) for n in (1, 2, 3) for c in itertools.product(words, repeat=n)]
+    check_against_brute_force(tmp_path / "r.arpa", out, _read_counts(tmp_path / "r.counts"), 0.8,
+                              reversed_, contexts, oov_to_unk=True)
+    from asrpriv.ngram.arpa import read_arpa
+
+    before, after = read_arpa(str(tmp_path / "r.arpa")).counts(), read_arpa(str(out)).counts()
+    assert after[1] > before[1] and after[2] > before[2] and after[3] == before[3]  # closure added
