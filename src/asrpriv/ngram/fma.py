@@ -281,14 +281,22 @@ def suffix_of(rows: np.ndarray, lower: np.ndarray, v: int) -> np.ndarray:
 
 
 def write_arpa_lines(out, model: MixedArpa, precision: int | None = 7, chunk: int = 1 << 17) -> None:
-    """Write ``model`` as ARPA text (as :meth:`MixedArpa.write`: probability 0 and ``<s>`` as
-    -99, ``precision`` digits after the point), a chunk of rows at a time with ``map``/``join``
-    (about twice as fast as formatting line by line)."""
+    """Write ``model`` as ARPA text, the same text as :meth:`MixedArpa.write` (probability 0 and
+    ``<s>`` as -99, ``precision`` digits after the point), built a chunk of rows at a time by
+    chained ``map(operator.add, ...)`` over per-word strings (about twice as fast)."""
+    from operator import add
+
     from asrpriv.ngram.arpa import write_header
 
     write_header(out, model.counts())
     words = model.words
-    fmt = repr if precision is None else f"{{:.{precision}f}}".format
+    spaced = [w + " " for w in words]
+    tabbed = [w + "\t" for w in words]
+    ended = [w + "\n" for w in words]
+    if precision is None:
+        num_tab, num_nl = (lambda x: repr(x) + "\t"), (lambda x: repr(x) + "\n")
+    else:
+        num_tab, num_nl = f"{{:.{precision}f}}\t".format, f"{{:.{precision}f}}\n".format
     for n, order in enumerate(model.orders, 1):
         out.write(f"\\{n}-grams:\n")
         logp = np.maximum(np.where(np.isfinite(order.logp), order.logp, LOG10_ZERO), LOG10_ZERO)
@@ -297,13 +305,15 @@ def write_arpa_lines(out, model: MixedArpa, precision: int | None = 7, chunk: in
         for start in range(0, len(logp), chunk):
             stop = start + chunk
             ids = order.ids[start:stop]
-            names = list(map(words.__getitem__, ids[:, 0].tolist()))
-            for j in range(1, n):
-                names = list(map(" ".join, zip(names, map(words.__getitem__, ids[:, j].tolist()))))
-            columns = [list(map(fmt, logp[start:stop].tolist())), names]
+            pieces = map(num_tab, logp[start:stop].tolist())
+            for j in range(n - 1):
+                pieces = map(add, pieces, map(spaced.__getitem__, ids[:, j].tolist()))
+            last = ids[:, n - 1].tolist()
             if has_bow:
-                columns.append(list(map(fmt, bow[start:stop].tolist())))
-            out.write("\n".join(map("\t".join, zip(*columns))))
-            out.write("\n")
+                pieces = map(add, map(add, pieces, map(tabbed.__getitem__, last)),
+                             map(num_nl, bow[start:stop].tolist()))
+            else:
+                pieces = map(add, pieces, map(ended.__getitem__, last))
+            out.write("".join(pieces))
         out.write("\n")
     out.write("\\end\\\n")
