@@ -1,4 +1,5 @@
-"""``asrpriv fma-adapt``: marginal adaptation factors (paper 000, Eq. 1-2)."""
+"""``asrpriv fma-adapt``: marginal adaptation factors (paper 000, Eq. 1-2), or, with ``--arpa``,
+an FMA-adapted ARPA model (paper 003 Eq. 1-2, :mod:`asrpriv.ngram.fma`)."""
 
 from __future__ import annotations
 
@@ -8,14 +9,33 @@ from asrpriv.options import FiniteFloat, common_options, output_option
 
 
 @click.command("fma-adapt")
-@click.option("--background", "background_path", metavar="COUNTS", required=True,
-              help="Background unigram counts u (from count-unigrams --text on a corpus).")
+@click.option("--arpa", "arpa_path", metavar="BG.arpa", default=None,
+              help="ARPA mode: the background n-gram model (.arpa, .arpa.gz) to adapt; writes an ARPA.")
+@click.option("--adapt", "adapt_path", metavar="COUNTS", default=None,
+              help="ARPA mode: the adaptation unigram counts (any count-unigrams/aggregate/add-noise "
+                   "output; negative noisy counts are clipped to 0).")
+@click.option("--reversed", "reversed_", is_flag=True,
+              help="ARPA mode: reversed FMA (003 Eq. 2) instead of the standard one (003 Eq. 1).")
+@click.option("--prior", type=click.FloatRange(0.0, 1.0, min_open=True), default=0.1, show_default=True,
+              help="ARPA mode: weight lambda of the background marginal in the smoothed adaptation "
+                   "marginal P_A(w) = (1-lambda) c(w)/C + lambda P_B(w).")
+@click.option("--oov-to-unk", is_flag=True,
+              help="ARPA mode: count adaptation words outside the ARPA vocabulary as <unk> (default: "
+                   "drop them; in rescoring <unk> stands for every OOV word of a hypothesis).")
+@click.option("--precision", type=click.IntRange(1, 17), default=7, show_default=True,
+              help="ARPA mode: digits after the point of the log10 numbers written.")
+@click.option("--background", "background_path", metavar="COUNTS", default=None,
+              help="Background unigram counts u (from count-unigrams --text on a corpus); required "
+                   "in factor mode. ARPA mode: P_B(w) from these counts (add-1/2 smoothed, SRILM "
+                   "-base-marginals) instead of the ARPA's unigrams.")
 @click.option("--global", "global_path", metavar="COUNTS", default=None,
               help="Aggregated counts of all clients (qbar).")
 @click.option("--personal", "personal_path", metavar="COUNTS", default=None,
               help="This client's counts (q).")
 @click.option("--alpha", type=FiniteFloat(), default=0.5, show_default=True, help="Weight of qbar in g (000 Eq. 2).")
-@click.option("--beta", type=FiniteFloat(), default=0.25, show_default=True, help="Weight of q in g (000 Eq. 2).")
+@click.option("--beta", type=FiniteFloat(), default=None,
+              help="Factor mode: weight of q in g (000 Eq. 2) [default: 0.25]. ARPA mode: the FMA "
+                   "exponent (003 Eq. 1-2, >= 0) [default: 0.5].")
 @click.option("--lambda", "lam", type=FiniteFloat(), default=1.0, show_default=True,
               help="Exponent of the factor (g/u)^lambda (000 Eq. 1).")
 @click.option("--smoothing", type=FiniteFloat(), default=0.0, show_default=True,
@@ -25,14 +45,37 @@ from asrpriv.options import FiniteFloat, common_options, output_option
               help="Tests only: accept counts that carry seeded (not private) noise.")
 @output_option
 @common_options
-def fma_adapt(background_path, global_path, personal_path, alpha, beta, lam, smoothing,
-              allow_seeded, output):
-    """Write 'word<TAB>log_factor' = lambda * (ln g(w) - ln u(w)) (natural log) for every word
-    of the background vocabulary, g = (1-alpha-beta) u + alpha qbar + beta q.
+def fma_adapt(arpa_path, adapt_path, reversed_, prior, oov_to_unk, precision, background_path, global_path,
+              personal_path, alpha, beta, lam, smoothing, allow_seeded, output):
+    """Factor mode (--background, --global/--personal): write 'word<TAB>log_factor' = lambda *
+    (ln g(w) - ln u(w)) (natural log) for every word of the background vocabulary,
+    g = (1-alpha-beta) u + alpha qbar + beta q. The rescorer applies the factors to the neural
+    LM, normalized or not (rescore-nbest).
 
-    The rescorer applies the factors to the neural LM, normalized or not (rescore-nbest).
-    The factors carry the privacy history of all their inputs (#privacy_history).
+    \b
+    ARPA mode (--arpa BG.arpa --adapt COUNTS --beta B [--reversed]): write the adapted ARPA
+      standard: P_A(w|h) = (P_A(w)/P_B(w))^B P_B(w|h) / Z(h)      (003 Eq. 1)
+      reversed: P_A(w|h) = (P_B(w|h)/P_B(w))^B P_A(w) / Z(h)      (003 Eq. 2)
+    exactly normalized through the back-off structure (Kneser et al. 1997), O(n-grams).
+    P_B(w): the ARPA's unigrams (or --background counts); P_A(w): the adaptation counts
+    smoothed with --prior; OOV adaptation words dropped (--oov-to-unk: <unk>). kenlm loads it.
+
+    Either output carries the privacy history of all its count inputs (#privacy_history; in
+    an ARPA as '#key=value' comment lines before \\data\\, which kenlm skips).
     """
+    if arpa_path is not None:
+        _adapt_arpa(arpa_path, adapt_path, background_path, global_path, personal_path,
+                    0.5 if beta is None else beta, reversed_, prior, oov_to_unk, precision, allow_seeded,
+                    output)
+        return
+    from asrpriv.errors import AsrprivError
+
+    if adapt_path is not None or reversed_:
+        raise AsrprivError("--adapt and --reversed need --arpa (ARPA mode)")
+    if background_path is None:
+        raise AsrprivError("give --background COUNTS (factor mode) or --arpa BG.arpa --adapt COUNTS "
+                           "(ARPA mode)")
+    beta = 0.25 if beta is None else beta
     from asrpriv import __version__
     from asrpriv.io.counts import read_counts
     from asrpriv.io.factors import write_factors
@@ -62,3 +105,57 @@ def fma_adapt(background_path, global_path, personal_path, alpha, beta, lam, smo
     meta = with_history(meta, History.combine(histories, disjoint=False))
     with open_output(output) as stream:
         write_factors(stream, meta, factors)
+
+
+def _adapt_arpa(arpa_path, adapt_path, background_path, global_path, personal_path, beta, reversed_,
+                prior, oov_to_unk, precision, allow_seeded, output):
+    """ARPA mode: read, adapt (asrpriv.ngram.fma), write with the privacy history in front."""
+    import math
+
+    from asrpriv import __version__
+    from asrpriv.errors import AsrprivError
+    from asrpriv.io.counts import read_counts
+    from asrpriv.io.output import check_writable, open_output
+    from asrpriv.ngram.fma import adapt_arpa, marginals, write_arpa_lines
+    from asrpriv.ngram.packed import read_packed
+    from asrpriv.options import info, warn
+    from asrpriv.privacy.history import History
+    from asrpriv.unigram.meta import history_of, refuse_seeded, with_history
+
+    if adapt_path is None:
+        raise AsrprivError("--arpa needs --adapt COUNTS (the adaptation unigram)")
+    if global_path is not None or personal_path is not None:
+        raise AsrprivError("--global/--personal belong to factor mode; with --arpa give --adapt")
+    if not math.isfinite(beta) or beta < 0:
+        raise AsrprivError(f"--beta must be a finite number >= 0, got {beta}")
+    check_writable(output)
+    histories = []
+
+    def read(path):
+        meta, counts = read_counts(path)
+        refuse_seeded(path if path != "-" else "<stdin>", meta, allow_seeded)
+        histories.append(history_of(meta))
+        return counts
+
+    adapt_counts = read(adapt_path)
+    background_counts = read(background_path) if background_path else None
+    model = read_packed(arpa_path)
+    marg = marginals(model, adapt_counts, prior, background_counts, adapt_path, oov_to_unk)
+    if marg.clipped:
+        warn(f"{marg.clipped} negative adaptation/background count(s) clipped to 0")
+    if marg.dropped_words:
+        where = "and no <unk>" if oov_to_unk else "(--oov-to-unk: count them as <unk>)"
+        warn(f"{marg.dropped_words} adaptation word(s) outside the ARPA vocabulary {where} "
+             f"dropped (mass {marg.dropped_mass:g})")
+    adapted = adapt_arpa(model, marg, beta, reversed_)
+    meta = {"format": "asrpriv-arpa-meta/1", "step": "fma-adapt",
+            "variant": "reversed" if reversed_ else "standard", "beta": f"{beta:g}",
+            "prior": f"{prior:g}", "oov": "unk" if oov_to_unk else "dropped", "marginal": "counts" if background_path else "arpa-unigrams",
+            "version": __version__}
+    meta = with_history(meta, History.combine(histories, disjoint=False))
+    with open_output(output) as stream:
+        for key, value in meta.items():
+            stream.write(f"#{key}={value}\n")
+        write_arpa_lines(stream, adapted, precision)
+    info(f"adapted {arpa_path} ({'reversed' if reversed_ else 'standard'} FMA, beta {beta:g}): "
+         f"n-grams {model.counts()} -> {adapted.counts()}")

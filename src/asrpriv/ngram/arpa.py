@@ -217,7 +217,7 @@ def read_arpa(path: str | None) -> ArpaModel:
                 raise InputError(path, lineno, f"duplicate {n}-gram {' '.join(key)!r}")
             table[key] = (_number(fields[0], path, lineno), bow)
         elif state == "start":
-            if not text:
+            if not text or text.startswith("#"):  # comment lines before \data\ (kenlm/SRILM skip them)
                 continue
             if text != "\\data\\":
                 raise InputError(path, lineno, "not an ARPA file: expected \\data\\")

@@ -78,8 +78,17 @@ def lookup(sorted_codes: np.ndarray, codes: np.ndarray) -> np.ndarray:
 
 
 def read_packed(path: str) -> PackedArpa:
-    """Read an ARPA file into a :class:`PackedArpa`; malformed input raises InputError."""
+    """Read an ARPA file into a :class:`PackedArpa`; malformed input raises InputError.
+
+    Well-formed files take the vectorized path (:mod:`asrpriv.ngram.packed_fast`); anything it
+    declines is read line by line here (same result, errors located to their line).
+    """
     from asrpriv.io.lines import iter_lines
+    from asrpriv.ngram.packed_fast import read_packed_fast
+
+    fast = read_packed_fast(path)
+    if fast is not None:
+        return fast
 
     declared: dict[int, int] = {}
     words: list[str] = []
@@ -162,7 +171,7 @@ def read_packed(path: str) -> PackedArpa:
                                      f"word {err.args[0]!r} of a {n}-gram is not a 1-gram") from None
         elif state == "start":
             text = line.strip()
-            if not text:
+            if not text or text.startswith("#"):  # blank or comment lines before \data\
                 continue
             if text != "\\data\\":
                 raise InputError(path, lineno, "not an ARPA file: expected \\data\\")

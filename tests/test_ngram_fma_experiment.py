@@ -1,0 +1,52 @@
+"""bin/ngram-fma-experiment end to end on a tiny slice of the bundled AMI data (shell-level test)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from conftest import AMI, ROOT
+
+
+def test_ngram_fma_experiment_tiny_slice(tmp_path):
+    data = tmp_path / "data"
+    (data / "adapt").mkdir(parents=True)
+    (data / "dev").mkdir()
+    lines = (AMI / "train_text").read_text().splitlines()
+    background = [ln for ln in lines if ln[:2] in ("EN", "IB", "IN")][:1500]
+    indomain = [ln for ln in lines if ln[:2] not in ("EN", "IB", "IN")][:1500]
+    (data / "train_text").write_text("\n".join(background + indomain) + "\n")
+    for name in ("decoder_1best.txt", "ref.txt"):
+        kept = (AMI / "adapt" / name).read_text().splitlines()[:300]
+        (data / "adapt" / name).write_text("\n".join(kept) + "\n")
+    for name in ("nbest.tsv", "ref.txt"):
+        shutil.copy(AMI / "dev" / name, data / "dev" / name)
+    out = tmp_path / "out"
+    env = dict(os.environ)
+    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env['PATH']}"
+    env.update(PER_CLIENT="6", BETAS="0.5", SOURCES="b c", VARIANTS="reversed", NOISE_SEED="3",
+               LM_WEIGHTS="4:8:2", WORD_PENALTIES="-1:0:1")
+    proc = subprocess.run(["bash", str(ROOT / "bin" / "ngram-fma-experiment"), "--reduced", str(data), str(out)],
+                          capture_output=True, text=True, env=env, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    results = (out / "results.md").read_text()
+    assert results in proc.stdout
+    rows = [ln for ln in results.splitlines() if ln.startswith("| ") and "---" not in ln][1:]
+    assert len(rows) == 6  # first pass, background, in-domain, mixture, 2 FMA systems
+    assert any("references | reversed | 0.5" in r for r in rows)
+    assert any("DP (eps 1) | reversed | 0.5" in r for r in rows)
+    # every system scored on the same evaluation utterances (6 per evaluation client)
+    reports = {p.parent.name: json.loads(p.read_text()) for p in (out / "runs").glob("*/wer.json")}
+    assert len(reports) == 6 and len({r["ref_words"] for r in reports.values()}) == 1
+    assert reports["background"]["sentences"] == 36  # 6 evaluation clients x 6
+    assert reports["fma-b-reversed-0.5"]["compare"]["test"] == "mapsswe"
+    # the DP-adapted ARPA carries the privacy history of the noisy counts (seeded: marked)
+    header = [ln for ln in (out / "lm" / "fma-c-reversed-0.5.arpa").read_text().splitlines()[:20]
+              if ln.startswith("#")]
+    assert any(ln.startswith("#privacy_history=") for ln in header) and "#seeded=1" in header
+    ppl = json.loads((out / "runs" / "mixture" / "ppl.json").read_text())
+    assert 1 < ppl["ppl"] < 5000
