@@ -52,6 +52,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
                      "Convert Kaldi/ESPnet/NeMo/SRILM/icefall/TSV N-best lists to our N-best TSV."),
     "cluster-weights": ("asrpriv.commands.cluster_weights:cluster_weights",
                         "Leakage audit: cluster shared weights/counts by who made them (paper 004)."),
+    "sanitize": ("asrpriv.commands.sanitize:sanitize",
+                 "Replace named entities by random entities of their class (paper 003)."),
 }
 
 
