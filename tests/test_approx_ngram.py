@@ -12,6 +12,7 @@ import torch
 from conftest import AMI, run_cli
 from asrpriv.ngram.approx import average_ngrams, token_logprobs
 from asrpriv.nnlm.modelfile import load_model
+from asrpriv.rescore.nnlm import NnlmScorer
 
 TINY = ["--emb-dim", "16", "--ffn-dim", "32", "--layers", "1", "--heads", "2", "--min-count", "2"]
 
@@ -54,12 +55,14 @@ def test_averages_equal_brute_force(setup):
     d, text = setup
     model, vocab, _ = load_model(str(d / "tiny.pt"))
     sentences = [l.split()[1:] for l in text.read_text().splitlines()][:40]
-    seqs, logps = token_logprobs(model, vocab, sentences, batch_tokens=64)
-    tables = average_ngrams(seqs, logps, 3, len(vocab) + 1)
-    got = {tuple(r): a for t in tables for r, a in zip(t.rows.tolist(), t.average.tolist())}
     want = brute_force_averages(model, vocab, sentences, 3)
-    assert got.keys() == want.keys()
-    assert max(abs(got[k] - want[k]) for k in want) < 1e-5
+    scorer = NnlmScorer(str(d / "tiny.pt"))
+    for use in (None, scorer):  # plain output layer, and the rescorer's tiled one
+        seqs, logps = token_logprobs(model, vocab, sentences, batch_tokens=64, scorer=use)
+        tables = average_ngrams(seqs, logps, 3, len(vocab) + 1)
+        got = {tuple(r): a for t in tables for r, a in zip(t.rows.tolist(), t.average.tolist())}
+        assert got.keys() == want.keys()
+        assert max(abs(got[k] - want[k]) for k in want) < 1e-5
     assert any(c > 1 for t in tables[1:] for c in t.count)  # some n-grams really are averaged
 
 

@@ -48,18 +48,19 @@ def approx_ngram(text, model_path, order, ids, min_backoff, batch_tokens, device
     from asrpriv.ngram.approx import average_ngrams, build_approx, token_logprobs, write_approx_arpa
     from asrpriv.nnlm.data import read_corpus
     from asrpriv.nnlm.finetune import choose_threads
-    from asrpriv.nnlm.modelfile import load_model
-    from asrpriv.rescore.nnlm import _max_positions
+    from asrpriv.rescore.nnlm import NnlmScorer, _max_positions
 
     torch.set_num_threads(choose_threads(threads))
-    model, vocab, config = load_model(model_path, device=device)
+    scorer = NnlmScorer(model_path, device=device, batch_tokens=batch_tokens)
+    model, vocab, config = scorer.model, scorer.vocab, scorer.config
     limit = _max_positions(config)
     corpus = read_corpus(text, ids=ids, max_words=limit - 1 if limit else None)
     sentences = corpus.sentences
     if not sentences:
         raise InputError(text, None, "empty input: expected sentences")
     start = time.perf_counter()
-    seqs, logps = token_logprobs(model, vocab, sentences, batch_tokens, device)
+    seqs, logps = token_logprobs(model, vocab, sentences, batch_tokens, device,
+                                  scorer=scorer)
     t_score = time.perf_counter() - start
     tokens = sum(len(x) for x in logps)
     base = len(vocab) + 1

@@ -40,10 +40,13 @@ BOS_LOG10 = -99.0
 
 
 def token_logprobs(model, vocab, sentences: Sequence[Sequence[str]], batch_tokens: int = 4096,
-                   device: str = "cpu", progress=None) -> tuple[list[np.ndarray], list[np.ndarray]]:
+                   device: str = "cpu", progress=None, scorer=None
+                   ) -> tuple[list[np.ndarray], list[np.ndarray]]:
     """Per sentence: its ids ``[<s>, w1..wn, </s>]`` and ``ln P_nn`` of its n+1 targets.
 
-    ``progress``: an optional callable given the number of tokens done per batch.
+    ``scorer``: an :class:`asrpriv.rescore.nnlm.NnlmScorer` of the same model, whose tiled
+    output layer is then used (faster on CPU); ``progress``: an optional callable given the
+    number of tokens done per batch.
     """
     import torch
 
@@ -57,7 +60,9 @@ def token_logprobs(model, vocab, sentences: Sequence[Sequence[str]], batch_token
         for idx in plan_batches([len(s) - 1 for s in seqs], batch_tokens):
             inputs, targets, mask = pad_batch([seqs[i] for i in idx], vocab.eos_id)
             inputs, targets, mask = inputs.to(device), targets.to(device), mask.to(device)
-            if hasattr(model, "hidden"):
+            if hasattr(model, "hidden") and scorer is not None:
+                picked = scorer.target_logprobs(model.hidden(inputs, mask), targets[mask])
+            elif hasattr(model, "hidden"):
                 logits = model.output(model.hidden(inputs, mask)).float()
                 picked = logits.gather(-1, targets[mask].unsqueeze(-1)).squeeze(-1) \
                     - torch.logsumexp(logits, dim=-1)
