@@ -119,3 +119,17 @@ def test_rescore_nbest_scores_class_lm_like_the_stream(tmp_path, slice_files):
     logp, _ = lm.word_logprobs(sents)
     sums = np.add.reduceat(logp, np.cumsum([0] + [len(s) + 1 for s in sents[:-1]]))
     assert np.allclose([float(r["ngram_score"]) for r in rows], sums, atol=1e-4)
+
+
+def test_bad_class_inputs_one_line_error(tmp_path):
+    from conftest import assert_one_line_error, run_proc
+
+    text = tmp_path / "t.txt"
+    text.write_text("u1 hello laura\n")
+    proc = run_proc(["train-ngram", "--classes", str(tmp_path / "c.txt"), str(text)])
+    assert_one_line_error(proc, "--classes FILE and --spans FILE go together")
+    bad = tmp_path / "bad.classes"
+    bad.write_text("<PER> 0.5 laura\n<NUM> 1 laura\n")
+    proc = run_proc(["perplexity", "--lm", str(AMI / "firstpass-en-us-2gram.arpa.gz"),
+                     "--classes", str(bad), str(text)])
+    assert_one_line_error(proc, "bad.classes:2:", "two classes")

@@ -44,6 +44,7 @@ def token_logprobs(model, vocab, sentences: Sequence[Sequence[str]], batch_token
                    ) -> tuple[list[np.ndarray], list[np.ndarray]]:
     """Per sentence: its ids ``[<s>, w1..wn, </s>]`` and ``ln P_nn`` of its n+1 targets.
 
+    Identical sentences are scored once (their arrays are shared in the result).
     ``scorer``: an :class:`asrpriv.rescore.nnlm.NnlmScorer` of the same model, whose tiled
     output layer is then used (faster on CPU); ``progress``: an optional callable given the
     number of tokens done per batch.
@@ -53,7 +54,13 @@ def token_logprobs(model, vocab, sentences: Sequence[Sequence[str]], batch_token
     from asrpriv.nnlm.score import encode_sentences, pad_batch
     from asrpriv.rescore.nnlm import plan_batches
 
-    seqs = encode_sentences(vocab, sentences)
+    all_seqs = encode_sentences(vocab, sentences)
+    # identical sentences (frequent in conversational text: "yeah", "okay") are scored once
+    first: dict[bytes, int] = {}
+    which = [first.setdefault(s.tobytes(), len(first)) for s in all_seqs]
+    seqs = [None] * len(first)
+    for s, k in zip(all_seqs, which):
+        seqs[k] = s
     out: list[np.ndarray] = [np.zeros(0)] * len(seqs)
     model.eval()
     with torch.inference_mode():
@@ -78,7 +85,7 @@ def token_logprobs(model, vocab, sentences: Sequence[Sequence[str]], batch_token
                 pos += n
             if progress is not None:
                 progress(pos)
-    return seqs, out
+    return all_seqs, [out[k] for k in which]
 
 
 @dataclass

@@ -172,4 +172,5 @@ def load_class_model(arpa: str, classes: str) -> ClassKenlmModel:
     """kenlm-load the class ARPA and read its membership file."""
     from asrpriv.nnlm.perplexity import load_kenlm
 
-    return ClassKenlmModel(load_kenlm(arpa), read_class_map(classes))
+    class_map = read_class_map(classes)  # first: a bad small file fails before a big load
+    return ClassKenlmModel(load_kenlm(arpa), class_map)
