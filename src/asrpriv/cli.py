@@ -52,6 +52,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
                      "Convert Kaldi/ESPnet/NeMo/SRILM/icefall/TSV N-best lists to our N-best TSV."),
     "cluster-weights": ("asrpriv.commands.cluster_weights:cluster_weights",
                         "Leakage audit: cluster shared weights/counts by who made them (paper 004)."),
+    "sanitize": ("asrpriv.commands.sanitize:sanitize",
+                 "Replace named entities by random entities of their class (paper 003)."),
+    "approx-ngram": ("asrpriv.commands.approx_ngram:approx_ngram",
+                     "ARPA n-gram approximation of a neural LM (paper 003 §2.4)."),
 }
 
 

@@ -33,6 +33,9 @@ as perplexity's ppl does (the held-out perplexity then equals perplexity --weigh
 
 
 @click.command("interpolate", help=HELP)
+@click.option("--classes", "class_files", multiple=True, metavar="FILE",
+              help="With --heldout: membership files of class LMs (train-ngram --classes), one "
+                   "per --lm in order, '-' for other LMs.")
 @click.option("--lm", "lm_paths", required=True, multiple=True, metavar="FILE",
               help="An LM: ARPA (.arpa, .arpa.gz), kenlm binary, or asrpriv NNLM model file. Repeat.")
 @click.option("--heldout", default=None, metavar="TEXT",
@@ -57,7 +60,7 @@ as perplexity's ppl does (the held-out perplexity then equals perplexity --weigh
 @click.option("-o", "--output", "output", default=None, metavar="FILE",
               help="The static mixture (ARPA), written atomically ('-' = stdout; mix mode only).")
 @common_options
-def interpolate(lm_paths, heldout, ids, weights_text, init_text, tol, max_iter, oov_policy, precision,
+def interpolate(class_files, lm_paths, heldout, ids, weights_text, init_text, tol, max_iter, oov_policy, precision,
                 batch_size, threads, output):
     from asrpriv.errors import AsrprivError
     from asrpriv.mixture.weights import parse_weights
@@ -72,12 +75,15 @@ def interpolate(lm_paths, heldout, ids, weights_text, init_text, tol, max_iter, 
                            "'perplexity --lm .. --weights ..' scores fixed weights, --init starts EM")
     if heldout is not None and output == "-":
         raise AsrprivError("with --heldout, stdout carries the JSON report: give -o a file name")
+    if heldout is None and class_files:
+        raise AsrprivError("a class LM cannot join a static ARPA mixture (its words are classes): "
+                           "estimate weights with --heldout, score with perplexity --weights")
     if heldout is None:
         weights = parse_weights(weights_text, len(lm_paths))
         _write_mixture(lm_paths, weights, output or "-", precision)
         return
     init = parse_weights(init_text, len(lm_paths), "--init") if init_text else None
-    result = _estimate(lm_paths, heldout, ids, init, tol, max_iter, oov_policy, batch_size, threads)
+    result = _estimate(lm_paths, class_files, heldout, ids, init, tol, max_iter, oov_policy, batch_size, threads)
     import json
 
     click.echo(json.dumps(result, sort_keys=True))
@@ -99,7 +105,7 @@ def _write_mixture(lm_paths, weights, output, precision) -> None:
          f"{','.join(f'{w:g}' for w in weights)}: n-grams {mixed.counts()}")
 
 
-def _estimate(lm_paths, heldout, ids, init, tol, max_iter, oov_policy, batch_size, threads) -> dict:
+def _estimate(lm_paths, class_files, heldout, ids, init, tol, max_iter, oov_policy, batch_size, threads) -> dict:
     import time
 
     import numpy as np
@@ -111,7 +117,10 @@ def _estimate(lm_paths, heldout, ids, init, tol, max_iter, oov_policy, batch_siz
     from asrpriv.nnlm.data import read_corpus
     from asrpriv.options import info, warn
 
-    lms = [load_lm(p, batch_size=batch_size) for p in lm_paths]  # fail fast, before stdin
+    from asrpriv.mixture.streams import pair_classes
+
+    lms = [load_lm(p, classes=c, batch_size=batch_size)  # fail fast, before stdin
+           for p, c in zip(lm_paths, pair_classes(lm_paths, class_files))]
     if any(lm.kind == "nnlm" for lm in lms):
         import torch
 

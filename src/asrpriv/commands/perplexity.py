@@ -12,6 +12,10 @@ from asrpriv.options import common_options, output_option
 @click.option("--lm", "lm_paths", required=True, multiple=True, metavar="FILE",
               help="An asrpriv model file (finetune-lm), or an ARPA (.arpa, .arpa.gz) / kenlm binary "
                    "LM. Repeat to score the dynamic interpolation of several LMs (with --weights).")
+@click.option("--classes", "class_files", multiple=True, metavar="FILE",
+              help="Membership file (train-ngram --classes) of a class LM: --lm is then its class "
+                   "ARPA, scored P(w|h) = P(c|h_c) P(w|c). With several --lm give one per LM, in "
+                   "order, '-' for a word LM.")
 @click.option("--weights", "weights_text", default=None, metavar="W1,W2,...",
               help="Interpolation weights, one per --lm in order, >= 0, summing to 1 "
                    "(paper 003 Eq. 3: P(w|h) = sum_k w_k P_k(w|h), per word). E.g. from interpolate.")
@@ -28,7 +32,7 @@ from asrpriv.options import common_options, output_option
               help="Neural LMs: refuse (FILE:LINE) a sentence longer than this many words.")
 @output_option
 @common_options
-def perplexity(text, lm_paths, weights_text, per_word, ids, as_json, batch_size, threads,
+def perplexity(text, lm_paths, class_files, weights_text, per_word, ids, as_json, batch_size, threads,
                max_words, output):
     """Perplexity of an LM, or of a dynamic interpolation of LMs, on TEXT (stdin by default).
 
@@ -54,7 +58,10 @@ def perplexity(text, lm_paths, weights_text, per_word, ids, as_json, batch_size,
     from asrpriv.mixture.streams import compute_streams, load_lm
     from asrpriv.nnlm.data import read_corpus
 
-    lms = [load_lm(p, batch_size=batch_size) for p in lm_paths]  # before stdin: fail fast
+    from asrpriv.mixture.streams import pair_classes
+
+    lms = [load_lm(p, classes=c, batch_size=batch_size)  # before stdin: fail fast
+           for p, c in zip(lm_paths, pair_classes(lm_paths, class_files))]
     if any(lm.kind == "nnlm" for lm in lms):
         import torch
 

@@ -47,6 +47,10 @@ Weights from tune-weights: --weights FILE; options given on the command line win
 @click.option("--ngram", metavar="LM", multiple=True,
               help="n-gram LM: ARPA (.arpa, .arpa.gz) or KenLM binary. Repeat (with "
                    "--ngram-weights) for their dynamic interpolation, word by word.")
+@click.option("--classes", "class_files", multiple=True, metavar="FILE",
+              help="Membership file of a class LM (train-ngram --classes): its --ngram is the "
+                   "class ARPA, P(w|h) = P(c|h_c) P(w|c). One per --ngram, in order, '-' for a "
+                   "word LM.")
 @click.option("--ngram-weights", "ngram_weights", default=None, metavar="W1,W2,...",
               help="Weights of several --ngram LMs, in order, >= 0, summing to 1 (e.g. from "
                    "interpolate): ln sum_k w_k P_k(w|h) per word (paper 003 Eq. 3).")
@@ -87,7 +91,7 @@ Weights from tune-weights: --weights FILE; options given on the command line win
 @output_option
 @common_options
 @click.pass_context
-def rescore_nbest(ctx: click.Context, inputs, nnlm, ngram, ngram_weights, factors_file, factors_dir,
+def rescore_nbest(ctx: click.Context, inputs, nnlm, ngram, class_files, ngram_weights, factors_file, factors_dir,
                   missing_factors,
                   unnormalized, lm_weight, nnlm_weight, word_penalty, weights_file, reuse_scores, best,
                   device, threads, batch_tokens, max_words, chunk_utts, output) -> None:
@@ -106,6 +110,11 @@ def rescore_nbest(ctx: click.Context, inputs, nnlm, ngram, ngram_weights, factor
     if not (nnlm or ngram or reuse_scores):
         raise AsrprivError("nothing to score with: give --nnlm and/or --ngram "
                            "(or --reuse-scores to re-rank with the input's score columns)")
+    if class_files and not ngram:
+        raise AsrprivError("--classes needs --ngram (the class ARPA)")
+    from asrpriv.mixture.streams import pair_classes
+
+    ngram_classes = pair_classes(ngram, class_files)
     if ngram_weights is not None and not ngram:
         raise AsrprivError("--ngram-weights needs --ngram LMs")
     if ngram:
@@ -140,11 +149,12 @@ def rescore_nbest(ctx: click.Context, inputs, nnlm, ngram, ngram_weights, factor
     if len(ngram) == 1 and ngram_weights is None:
         from asrpriv.rescore.ngram import NgramScorer
 
-        ngram_scorer = NgramScorer(ngram[0], verbose=is_verbose())
+        ngram_scorer = NgramScorer(ngram[0], verbose=is_verbose(), classes=ngram_classes[0])
     elif ngram:
         from asrpriv.rescore.ngram import MixedNgramScorer
 
-        ngram_scorer = MixedNgramScorer(ngram, mix_weights, verbose=is_verbose())
+        ngram_scorer = MixedNgramScorer(ngram, mix_weights, verbose=is_verbose(),
+                                        classes=ngram_classes)
     if factors_file or factors_dir:
         from asrpriv.rescore.factors import FactorTable
 

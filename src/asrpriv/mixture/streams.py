@@ -90,6 +90,22 @@ class KenlmLM:
         return np.asarray(logp, dtype=np.float64) * LN10, np.asarray(oov, dtype=bool)
 
 
+class ClassLM(KenlmLM):
+    """A class n-gram (ARPA over class tokens) with its membership file (``train-ngram --classes``).
+
+    Scores ``ln P(c(w)|c(h)) + ln P(w|c(w))`` per token (:mod:`asrpriv.ngram.classes`).
+    """
+
+    kind = "class"
+
+    def __init__(self, path: str, classes: str) -> None:
+        from asrpriv.ngram.classes import load_class_model
+
+        self.model = load_class_model(path, classes)
+        self.name = display_name(path)
+        self.order = self.model.order
+
+
 class NnlmLM:
     """An asrpriv neural LM model file (``finetune-lm``), scored in batches of similar length.
 
@@ -168,16 +184,35 @@ LOADERS: list[tuple[str, Callable[[str], bool], Callable[..., TokenLM]]] = [
 ]
 
 
-def load_lm(path: str, **options) -> TokenLM:
-    """Load one LM file of any known kind (see :data:`LOADERS`); a bad file is an InputError."""
-    if not os.path.exists(path):
-        raise InputError(path, None, "no such file")
-    if os.path.isdir(path):
-        raise InputError(path, None, "is a directory, not an LM file")
+def load_lm(path: str, classes: str | None = None, **options) -> TokenLM:
+    """Load one LM file of any known kind (see :data:`LOADERS`); a bad file is an InputError.
+
+    ``classes``: a membership file; ``path`` is then the class ARPA of a :class:`ClassLM`
+    (a class ARPA is an ordinary ARPA, so its kind is told, not detected).
+    """
+    for name in (path, classes):
+        if name is not None and not os.path.exists(name):
+            raise InputError(name, None, "no such file")
+        if name is not None and os.path.isdir(name):
+            raise InputError(name, None, "is a directory, not an LM file")
+    if classes is not None:
+        return ClassLM(path, classes)
     for _kind, detect, load in LOADERS:
         if detect(path):
             return load(path, **options)
     raise InputError(path, None, "not a known LM file")  # unreachable: the last loader takes all
+
+
+def pair_classes(lm_paths: Sequence[str], classes: Sequence[str]) -> list[str | None]:
+    """Membership files per LM: none, one per LM in order (``-`` = a word LM), or one for one LM."""
+    from asrpriv.errors import AsrprivError
+
+    if not classes:
+        return [None] * len(lm_paths)
+    if len(classes) != len(lm_paths):
+        raise AsrprivError(f"{len(classes)} --classes for {len(lm_paths)} LMs: give one per LM, in "
+                           "order, '-' for a word LM")
+    return [None if c == "-" else c for c in classes]
 
 
 def compute_streams(lms: Sequence[TokenLM], sentences: Sequence[Sequence[str]]

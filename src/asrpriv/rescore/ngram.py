@@ -44,9 +44,11 @@ class NgramScorer:
     Args:
         path: ARPA (``.arpa``/``.arpa.gz``) or KenLM binary file.
         verbose: let kenlm's loading messages through to stderr.
+        classes: membership file of a class LM (``path`` is then its class ARPA; see
+            :mod:`asrpriv.ngram.classes`).
     """
 
-    def __init__(self, path: str, verbose: bool = False) -> None:
+    def __init__(self, path: str, verbose: bool = False, classes: str | None = None) -> None:
         import kenlm
 
         if not os.path.isfile(path):
@@ -57,6 +59,10 @@ class NgramScorer:
         except (OSError, RuntimeError, ValueError) as err:
             first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
             raise InputError(path, None, f"cannot load as an ARPA or KenLM binary LM ({first})") from None
+        if classes is not None:
+            from asrpriv.ngram.classes import ClassKenlmModel, read_class_map
+
+            self.model = ClassKenlmModel(self.model, read_class_map(classes))
         self.path = path
         self.order = self.model.order
 
@@ -91,8 +97,9 @@ class MixedNgramScorer:
         verbose: let kenlm's loading messages through to stderr.
     """
 
-    def __init__(self, paths, weights, verbose: bool = False) -> None:
-        self.scorers = [NgramScorer(p, verbose=verbose) for p in paths]
+    def __init__(self, paths, weights, verbose: bool = False, classes=None) -> None:
+        classes = classes or [None] * len(paths)
+        self.scorers = [NgramScorer(p, verbose=verbose, classes=c) for p, c in zip(paths, classes)]
         self.weights = [float(w) for w in weights]
         self.path = ",".join(paths)
         self.order = max(s.order for s in self.scorers)

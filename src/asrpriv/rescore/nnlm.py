@@ -175,6 +175,22 @@ class NnlmScorer:
         sums.index_add_(0, as_tensor(forest.pos_seq), lp.double())
         return sums.tolist()
 
+    def target_logprobs(self, states, targets):
+        """``ln P(target_i | state_i)`` (float32 [N]) of states ``[N, d]``, no factors.
+
+        The rescorer's tiled output layer (:meth:`_output_layer`), for callers that have one
+        state per scored position (approx-ngram).
+        """
+        import torch
+
+        n = states.shape[0]
+        if n == 0:
+            return states.new_zeros(0)
+        zeros = torch.zeros(n, dtype=torch.long, device=states.device)
+        pos = torch.arange(n, device=states.device)
+        target_logit, lse = self._output_layer(states, zeros, pos, targets, None)
+        return target_logit - lse[:n]
+
     def _output_layer(self, states, node_group, pos_node, pos_target, table):
         """Target logits [P] and normalizers [N] of the nodes' output distributions.
 

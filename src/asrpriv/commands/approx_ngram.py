@@ -1,0 +1,74 @@
+"""``asrpriv approx-ngram``: an ARPA n-gram approximation of a neural LM (paper 003 §2.4)."""
+
+from __future__ import annotations
+
+import click
+
+from asrpriv.options import common_options, info, output_option
+
+
+@click.command("approx-ngram")
+@click.argument("text", default="-", metavar="[TEXT]")
+@click.option("--nnlm", "model_path", required=True, metavar="MODEL",
+              help="Neural LM model file (finetune-lm).")
+@click.option("-n", "--order", type=click.IntRange(1, 6), default=3, show_default=True,
+              help="N-gram order of the approximation.")
+@click.option("--ids", is_flag=True, help="TEXT is Kaldi text (first field = utterance id).")
+@click.option("--min-backoff", type=click.FloatRange(0.0, 1.0, max_open=True), default=0.01,
+              show_default=True,
+              help="Least probability mass each context leaves to back-off (unseen words).")
+@click.option("--batch-tokens", type=click.IntRange(min=1), default=4096, show_default=True,
+              help="Padded positions per forward pass (as rescore-nbest).")
+@click.option("--device", default="cpu", show_default=True, help="torch device (cpu, cuda).")
+@click.option("--threads", type=click.IntRange(min=0), default=0, show_default=True,
+              help="CPU threads for torch (0 = OMP_NUM_THREADS if set, else min(CPUs, 4)).")
+@click.option("--precision", type=click.IntRange(1, 17), default=7, show_default=True,
+              help="Digits after the point of the log10 numbers in the ARPA file.")
+@output_option
+@common_options
+def approx_ngram(text, model_path, order, ids, min_backoff, batch_tokens, device, threads,
+                 precision, output):
+    """Write an ARPA n-gram approximating the neural LM MODEL on TEXT (Singh et al. 2017).
+
+    For every token of TEXT (its words and each sentence's </s>) the neural LM's probability
+    given the whole sentence so far is assigned to the token's 1..N-gram (histories stop at
+    <s>) and averaged per n-gram (probabilities, not logs). Each context's averages are
+    normalized and keep max(--min-backoff, 1 - their sum) for back-off; back-off weights make
+    each context sum to 1 with the order below (asrpriv/ngram/approx.py gives the formulas).
+    The vocabulary is TEXT's words as the model knows them (others are <unk>). kenlm loads
+    the output; rescore-nbest/perplexity --lm score it like any ARPA.
+    """
+    import time
+
+    import numpy as np
+    import torch
+
+    from asrpriv.errors import InputError
+    from asrpriv.io.output import open_output
+    from asrpriv.ngram.approx import average_ngrams, build_approx, token_logprobs, write_approx_arpa
+    from asrpriv.nnlm.data import read_corpus
+    from asrpriv.nnlm.finetune import choose_threads
+    from asrpriv.rescore.nnlm import NnlmScorer, _max_positions
+
+    torch.set_num_threads(choose_threads(threads))
+    scorer = NnlmScorer(model_path, device=device, batch_tokens=batch_tokens)
+    model, vocab, config = scorer.model, scorer.vocab, scorer.config
+    limit = _max_positions(config)
+    corpus = read_corpus(text, ids=ids, max_words=limit - 1 if limit else None)
+    sentences = corpus.sentences
+    if not sentences:
+        raise InputError(text, None, "empty input: expected sentences")
+    start = time.perf_counter()
+    seqs, logps = token_logprobs(model, vocab, sentences, batch_tokens, device,
+                                  scorer=scorer)
+    t_score = time.perf_counter() - start
+    tokens = sum(len(x) for x in logps)
+    base = len(vocab) + 1
+    tables = average_ngrams(seqs, logps, order, base)
+    orders = build_approx(tables, base, vocab.unk_id, vocab.bos_id, min_backoff)
+    with open_output(output) as out:
+        write_approx_arpa(out, orders, vocab.words, precision)
+    info(f"approx-ngram: {len(sentences)} sentences, {tokens} tokens scored in {t_score:.1f} s "
+         f"({tokens / max(t_score, 1e-9):.0f} tokens/s); n-grams "
+         + " ".join(str(len(o.rows)) for o in orders)
+         + f"; total {time.perf_counter() - start:.1f} s")
