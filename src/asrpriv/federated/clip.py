@@ -12,8 +12,9 @@ import math
 
 #: coordinates per float64 temporary when measuring a norm (bounded transient memory)
 NORM_CHUNK = 1 << 18
-#: extra relative shrink applied when float32 rounding leaves a clipped delta just above C
-_SHRINK = 1e-6
+#: a clipped delta is brought to norm <= C * (1 - MARGIN), so that any float64 measurement of
+#: its norm (summation order changes the last bits) finds it <= C
+MARGIN = 1e-9
 
 
 def l2_norm(state: dict) -> float:
@@ -36,10 +37,12 @@ def clip_factor(norm: float, clip: float) -> float:
 def clip_l2(state: dict, clip: float) -> tuple[float, float]:
     """Clip ``state`` (a delta) in place to L2 norm <= ``clip`` over all floating tensors.
 
-    Multiplies every floating tensor by ``min(1, C / ||state||_2)``. Scaling float32 values
-    rounds each coordinate, which can leave the norm a few ulps above C; then the state is
-    scaled once more by ``C / norm * (1 - 1e-6)``, so that the result's float64 norm (as
-    :func:`l2_norm` measures it, and as ``aggregate`` checks it) is always <= C.
+    Multiplies every floating tensor by ``min(1, C' / ||state||_2)`` with
+    ``C' = C (1 - 1e-9)``: a margin far below any effect on training, so that the result's
+    norm is <= C however it is summed in float64 (numpy, torch, ``aggregate``). Scaling
+    float32 values rounds each coordinate, which can leave the norm a few ulps above C';
+    then the state is scaled once more by ``C' / norm * (1 - 1e-6)``. A delta already within
+    C is left unchanged.
 
     Returns:
         ``(norm before clipping, overall factor applied)`` (factor 1.0: left unchanged).
@@ -49,13 +52,15 @@ def clip_l2(state: dict, clip: float) -> tuple[float, float]:
     norm = l2_norm(state)
     if not math.isfinite(norm):
         raise ValueError("the delta holds NaN or infinite values")
-    factor = clip_factor(norm, clip)
-    applied = 1.0
+    if norm <= clip:
+        return norm, 1.0
+    target = clip * (1.0 - MARGIN)
+    factor, applied = target / norm, 1.0
     while factor != 1.0:
         for tensor in state.values():
             if tensor.is_floating_point():
                 tensor.mul_(factor)
         applied *= factor
         now = l2_norm(state)
-        factor = 1.0 if now <= clip else clip / now * (1.0 - _SHRINK)
+        factor = 1.0 if now <= target else target / now * (1.0 - 1e-6)
     return norm, applied
