@@ -68,7 +68,7 @@ def test_fl_recipe_tiny_slice(tmp_path):
     again = _run(out, env)
     assert again.returncode == 0, again.stderr[-3000:]
     assert "reusing" in again.stderr and "models/pretrained.pt" in again.stderr
-    assert "pre-training" not in again.stderr and "FL:" not in again.stderr
+    assert "pre-training the NNLM" not in again.stderr and "FL:" not in again.stderr
     for key in ("models/pretrained.pt.key", "models/fl-token.pt.key", "runs/fl-token/hyp.txt.key", "data/adapt.conf.tsv.key"):
         assert (out / key).is_file(), key
     assert "q=0.5 T=1" in (out / "models" / "fl-token.pt.key").read_text()
