@@ -14,13 +14,30 @@ from asrpriv.options import FiniteFloat, check_output_path, common_options, seed
 @click.option("--valid", "valid_path", default=None, metavar="FILE",
               help="Validation text (same formats): per-epoch loss, LR decay, early stop, best kept.")
 @click.option("--ids", is_flag=True, help="Plain-text inputs are Kaldi text (first field = utterance id).")
-@click.option("-o", "--output", required=True, metavar="FILE", callback=check_output_path,
-              help="The trained model file ('-' = stdout); written atomically.")
+@click.option("-o", "--output", default=None, metavar="FILE", callback=check_output_path,
+              help="The trained model file ('-' = stdout); written atomically. Required, "
+                   "except with --by-client.")
 @click.option("--init", "init_path", default=None, metavar="FILE",
               help="Fine-tune this model (its vocabulary and architecture are kept).")
 @click.option("--delta-out", default=None, metavar="FILE", callback=check_output_path,
               help="With --init: write the delta init - new (paper 001's sign) with its weight "
-                   "(number of training words).")
+                   "(number of training words), init_fingerprint and, with --clip, clip_l2.")
+@click.option("--by-client", "by_client", default=None, metavar="DIR",
+              help="Many-clients mode: fine-tune --init once per client of --train (its 'client' "
+                   "column, or --utt2client) and write DIR/<client>.delta.pt each (all or none); "
+                   "one process, one model load. Each delta equals the single-client mode's "
+                   "(--train CLIENT_PART --delta-out) for the same --seed.")
+@click.option("--utt2client", default=None, metavar="FILE",
+              help="With --by-client: Kaldi 2-column file utt_id -> client (overrides a TSV "
+                   "'client' column; needs --ids for Kaldi text).")
+@click.option("--clients", "clients_path", default=None, metavar="LIST",
+              help="With --by-client: only these clients (one id a line, e.g. from "
+                   "sample-clients); an id without utterances is an error.")
+@click.option("--clip", type=FiniteFloat(min=0.0, min_open=True), default=None, metavar="C",
+              help="Clip each delta (init - new) to L2 norm <= C over all parameters together "
+                   "before it is written (client-level DP, paper 001); recorded as clip_l2.")
+@click.option("--device", type=click.Choice(["cpu", "cuda"]), default="cpu", show_default=True,
+              help="Where the model trains.")
 @click.option("--arch", type=click.Choice(["transformer", "lstm"]), default="transformer",
               show_default=True, help="Architecture of a new model.")
 @click.option("--vocab-size", type=click.IntRange(min=0), default=0, show_default=True,
@@ -73,7 +90,8 @@ from asrpriv.options import FiniteFloat, check_output_path, common_options, seed
                    "Runs are bit-for-bit repeatable at a fixed thread count.")
 @seed_option("Seed for initialisation, batch order and dropout (bit-for-bit repeatable on CPU).")
 @common_options
-def finetune_lm(train_path, valid_path, ids, output, init_path, delta_out, arch, vocab_size,
+def finetune_lm(train_path, valid_path, ids, output, init_path, delta_out, by_client, utt2client,
+                clients_path, clip, device, arch, vocab_size,
                 min_count, emb_dim, ffn_dim, heads, hidden_dim, layers, dropout, tie_embeddings,
                 recipe, optimizer, lr, epochs, batch_size, batch_by, loss_norm, max_grad_norm, confidence,
                 train_only, lr_decay, patience, max_words, threads, seed):
@@ -88,6 +106,8 @@ def finetune_lm(train_path, valid_path, ids, output, init_path, delta_out, arch,
       asrpriv finetune-lm --ids --train train_text --valid dev_text -o base.pt
       asrpriv finetune-lm --init base.pt --train client.tsv --recipe client-001 \\
           --confidence token -o client.pt --delta-out client.delta.pt
+      asrpriv finetune-lm --init global.pt --train adapt.tsv --recipe client-001 \\
+          --by-client deltas/ --clients round.txt --clip 0.5 --seed 1
     """
     from asrpriv.errors import AsrprivError
     from asrpriv.nnlm.finetune import FinetuneRequest, run_finetune
@@ -104,8 +124,30 @@ def finetune_lm(train_path, valid_path, ids, output, init_path, delta_out, arch,
         overrides={"optimizer": optimizer, "lr": lr, "epochs": epochs, "batch_size": batch_size,
                    "batch_by": batch_by, "loss_norm": loss_norm, "max_grad_norm": max_grad_norm},
         confidence=confidence, train_only=train_only, lr_decay=lr_decay, patience=patience,
-        threads=threads, seed=seed, max_words=max_words)
+        threads=threads, seed=seed, max_words=max_words, device=device, clip=clip,
+        by_client=by_client, utt2client=utt2client, clients_path=clients_path)
     import sys
+
+    if by_client is None:
+        for name, value in (("--utt2client", utt2client), ("--clients", clients_path)):
+            if value is not None:
+                raise AsrprivError(f"{name} goes with --by-client DIR")
+        if output is None:
+            raise AsrprivError("missing -o FILE (the trained model)")
+    else:
+        from asrpriv.federated.by_client import run_by_client
+
+        try:
+            summary = run_by_client(request, progress=lambda label, total: Progress(label, total),
+                                    talk=info, warn=warn)
+        except ValueError as err:
+            raise AsrprivError(str(err)) from None
+        info(f"finetune-lm: wrote {len(summary.written)} client deltas to {by_client} "
+             f"({summary.words:,} words"
+             + (f"; {summary.clipped} clipped to L2 {clip:g}" if clip is not None else "")
+             + (f"; {len(summary.skipped)} clients without words skipped" if summary.skipped else "")
+             + ")")
+        return
 
     if output == "-" and sys.stdout is not None and sys.stdout.isatty():
         raise AsrprivError("refusing to write a binary model file to a terminal; use -o FILE")

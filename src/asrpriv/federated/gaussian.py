@@ -33,6 +33,8 @@ from __future__ import annotations
 import math
 import os
 
+from asrpriv.federated.clip import clip_factor, clip_l2, l2_norm  # noqa: F401  (re-exported)
+
 #: uniforms drawn per chunk (bounds the transient memory of a draw: 16 bytes per variate)
 CHUNK = 1 << 18
 
@@ -104,23 +106,6 @@ def add_gaussian_noise(state: dict, std: float, source: NoiseSource) -> dict:
     return state
 
 
-def l2_norm(state: dict) -> float:
-    """L2 norm of a state dict taken as one vector (all floating tensors), computed in float64."""
-    import torch
-
-    total = 0.0
-    for tensor in state.values():
-        if tensor.is_floating_point():
-            for part in tensor.reshape(-1).split(CHUNK):  # bounded float64 temporaries
-                total += float(torch.linalg.vector_norm(part, dtype=torch.float64)) ** 2
-    return math.sqrt(total)
-
-
-def clip_factor(norm: float, clip: float) -> float:
-    """min(1, C / norm): the scale that brings a vector of L2 norm ``norm`` within C."""
-    return 1.0 if norm <= clip else clip / norm
-
-
 def noisy_delta(state: dict, noise_multiplier: float, clip: float,
                 source: NoiseSource) -> tuple[dict, float, float]:
     """Local DP of one client's update: clip to L2 norm ``clip``, add N(0, (z C)^2) per coordinate.
@@ -138,11 +123,6 @@ def noisy_delta(state: dict, noise_multiplier: float, clip: float,
         raise ValueError(f"clip must be finite and > 0, got {clip!r}")
     if not noise_multiplier >= 0 or not math.isfinite(noise_multiplier):
         raise ValueError(f"noise multiplier must be finite and >= 0, got {noise_multiplier!r}")
-    norm = l2_norm(state)
-    factor = clip_factor(norm, clip)
-    if factor != 1.0:
-        for tensor in state.values():
-            if tensor.is_floating_point():
-                tensor.mul_(factor)
+    norm, factor = clip_l2(state, clip)
     add_gaussian_noise(state, noise_multiplier * clip, source)
     return state, norm, factor

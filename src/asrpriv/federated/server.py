@@ -187,15 +187,17 @@ def read_state(path: str, server: str) -> ServerState:
 
 def write_state(path: str, state: ServerState) -> None:
     """Write a state file atomically (temp file beside it, then rename)."""
-    import torch
-
     obj = {"format": STATE_FORMAT, "format_version": STATE_VERSION, "server": state.server,
            "t": int(state.t), "model_fingerprint": state.model_fingerprint,
            "hparams": dict(state.hparams),
            "m": {k: v.detach().cpu().contiguous() for k, v in state.m.items()},
            "v": {k: v.detach().cpu().contiguous() for k, v in state.v.items()}}
+    from asrpriv.nnlm.modelfile import model_bytes
+
+    data = model_bytes(obj)  # byte-reproducible (no temporary file name inside the archive)
     with atomic_path(path) as tmp:
-        torch.save(obj, tmp)
+        with open(tmp, "wb") as f:
+            f.write(data)
 
 
 #: coordinates per slice of the in-place update (bounds the float64 temporaries)

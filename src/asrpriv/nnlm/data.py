@@ -37,6 +37,7 @@ class Corpus:
         confidences: one list of floats per sentence (same lengths), or None.
         kind: "text", "kaldi" or "nbest".
         ids: utterance ids (Kaldi/TSV) or None.
+        clients: the TSV's ``client`` column, one per sentence, or None.
         notes: warnings about the input for the user (e.g. ids that look like words).
     """
 
@@ -44,6 +45,7 @@ class Corpus:
     confidences: list[list[float]] | None = None
     kind: str = "text"
     ids: list[str] | None = None
+    clients: list[str] | None = None
     notes: list[str] = field(default_factory=list)
 
     @property
@@ -114,10 +116,13 @@ def read_corpus(path: str | None, ids: bool = False, max_words: int | None = Non
 def _read_nbest(path: str | None, lines, max_words: int | None = None) -> Corpus:
     reader = NbestReader(path, lines=lines)
     has_conf = "confidence" in reader.index
-    corpus = Corpus(kind="nbest", ids=[], confidences=[] if has_conf else None)
+    corpus = Corpus(kind="nbest", ids=[], confidences=[] if has_conf else None,
+                    clients=[] if "client" in reader.index else None)
     for utt in reader:
         best = utt.hyps[0]
         corpus.ids.append(utt.utt_id)
+        if corpus.clients is not None:
+            corpus.clients.append(utt.client)
         corpus.sentences.append(_check_words(best.words, path, best.lineno, max_words))
         if has_conf:
             corpus.confidences.append(best.confidence)

@@ -38,6 +38,11 @@ class FinetuneRequest:
     threads: int = 0
     seed: int | None = None
     max_words: int | None = None
+    device: str = "cpu"
+    clip: float | None = None
+    by_client: str | None = None
+    utt2client: str | None = None
+    clients_path: str | None = None
 
 
 def choose_threads(requested: int) -> int:
@@ -72,6 +77,8 @@ def run_finetune(req: FinetuneRequest, progress: Callable[[], object] | None = N
 
     if req.delta_out and not req.init_path:
         raise AsrprivError("--delta-out needs --init (a delta is init - new)")
+    if req.clip is not None and not req.delta_out:
+        raise AsrprivError("--clip bounds a delta: give it with --delta-out or --by-client")
     try:
         mode, _ = losses.parse_confidence(req.confidence)
     except ValueError as err:
@@ -98,22 +105,24 @@ def run_finetune(req: FinetuneRequest, progress: Callable[[], object] | None = N
 
     from asrpriv.nnlm import modelfile, train
 
+    from asrpriv.federated import client
+
+    client.check_device(req.device)
     torch.set_num_threads(choose_threads(req.threads))
     if req.seed is not None:
         torch.manual_seed(req.seed)
+    init = None
     if req.init_path:
-        given = {k: v for k, v in req.model_options.items() if v is not None}
-        if given:
-            raise AsrprivError(f"--init keeps the model's shape; drop {', '.join('--' + k.replace('_', '-') for k in given)}")
-        model, vocab, config = modelfile.load_model(req.init_path)
-        init_state = {k: v.clone() for k, v in model.state_dict().items()}
+        check_init_options(req)
+        init = client.load_init(req.init_path, req.device)
+        model, vocab, config = init.model, init.vocab, init.config
     else:
         vocab = train.vocab_from_sentences(corpus.sentences, req.vocab_size or None, req.min_count)
         try:
             model, config = train.new_model(req.arch, vocab, seed=req.seed, **req.model_options)
         except ValueError as err:
             raise AsrprivError(str(err)) from None
-        init_state = None
+        model.to(req.device)
 
     n_params = sum(p.numel() for p in model.parameters())
     talk(f"{config['arch']} LM, {n_params:,} parameters, vocabulary {len(vocab):,}; "
@@ -141,12 +150,19 @@ def run_finetune(req: FinetuneRequest, progress: Callable[[], object] | None = N
             line += f"; valid loss {rec['valid_loss']:.4f} ppl {rec['valid_ppl']:.2f}"
         talk(line)
 
-    result = train.train_lm(
-        model, vocab, corpus.sentences, corpus.confidences, valid=valid, confidence=req.confidence,
-        optimizer=settings["optimizer"], lr=settings["lr"], epochs=settings["epochs"],
-        batch_size=settings["batch_size"], batch_by=settings["batch_by"], loss_norm=settings["loss_norm"],
-        max_grad_norm=settings["max_grad_norm"], train_only=req.train_only, seed=req.seed,
-        lr_decay=req.lr_decay, patience=req.patience, on_step=on_step, on_epoch=on_epoch)
+    update = None
+    if init is not None:  # the client update of the many-clients mode, for one client
+        update = client.client_update(
+            init, corpus.sentences, corpus.confidences,
+            settings={**settings, "lr_decay": req.lr_decay, "patience": req.patience},
+            seed=req.seed, clip=req.clip, confidence=req.confidence, train_only=req.train_only,
+            keep_model=True, valid=valid, on_step=on_step, on_epoch=on_epoch)
+        result = update.train
+    else:
+        result = train.train_lm(
+            model, vocab, corpus.sentences, corpus.confidences, valid=valid, confidence=req.confidence,
+            train_only=req.train_only, seed=req.seed, lr_decay=req.lr_decay, patience=req.patience,
+            on_step=on_step, on_epoch=on_epoch, **settings)
     if result.dropped:
         talk(f"confidence {req.confidence}: dropped {result.dropped} of "
              f"{result.dropped + result.sentences} sentences")
@@ -156,11 +172,21 @@ def run_finetune(req: FinetuneRequest, progress: Callable[[], object] | None = N
     meta = {"train_words": result.words, "train_sentences": result.sentences,
             "confidence": req.confidence, "train_only": req.train_only, "seed": req.seed,
             "epochs_run": len(result.history)}
-    if init_state is not None:
-        delta, snapped = train.make_delta(init_state, model.state_dict())
+    if update is not None:
         if req.delta_out:
-            modelfile.save_delta(req.delta_out, delta, vocab, config, weight=result.words, **meta)
-        modelfile.save_model(req.output, snapped, vocab, config, **meta)
+            if update.clip_l2 is not None:
+                talk(f"delta L2 norm {update.norm:.6g}, clipped to {update.clip_l2:g}"
+                     if update.norm > update.clip_l2 else
+                     f"delta L2 norm {update.norm:.6g} <= clip {update.clip_l2:g}")
+            client.write_delta(req.delta_out, init, update, **meta)
+        modelfile.save_model(req.output, update.model_state, vocab, config, **meta)
     else:
         modelfile.save_model(req.output, model, vocab, config, **meta)
     return result
+
+
+def check_init_options(req: FinetuneRequest) -> None:
+    """--init keeps the model's shape: refuse architecture options (AsrprivError)."""
+    given = {k: v for k, v in req.model_options.items() if v is not None}
+    if given:
+        raise AsrprivError(f"--init keeps the model's shape; drop {', '.join('--' + k.replace('_', '-') for k in given)}")

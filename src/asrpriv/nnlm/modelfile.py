@@ -66,19 +66,32 @@ def save_model(path: str, model_or_state: Any, vocab: Vocabulary, config: dict,
         if key in payload:
             raise ValueError(f"extra key {key!r} is reserved")
         payload[key] = value
-    if str(path) == "-":  # standard output: torch's zip writer needs a seekable buffer
-        import io
-
+    data = model_bytes(payload)
+    if str(path) == "-":
         from asrpriv.io.output import stdout_stream
 
-        buffer = io.BytesIO()
-        torch.save(payload, buffer)
         stream = stdout_stream(binary=True)
-        stream.write(buffer.getvalue())
+        stream.write(data)
         stream.flush()
         return
     with atomic_path(path) as tmp:
-        torch.save(payload, tmp)
+        with open(tmp, "wb") as f:
+            f.write(data)
+
+
+def model_bytes(payload: dict) -> bytes:
+    """The bytes of ``torch.save(payload)``, the same for the same payload wherever it goes.
+
+    ``torch.save`` to a file name stores a name derived from that file (here the random
+    temporary name of the atomic write) as the zip archive's folder; saved to an in-memory
+    buffer the folder is always ``archive``, so identical weights give identical files
+    (byte-reproducible outputs, checksummable).
+    """
+    import io
+
+    buffer = io.BytesIO()
+    torch.save(payload, buffer)
+    return buffer.getvalue()
 
 
 def save_delta(path: str, delta_state: dict[str, torch.Tensor], vocab: Vocabulary, config: dict,

@@ -153,6 +153,13 @@ def _batches(lengths: np.ndarray, batch_size: int, rng: np.random.Generator | No
     return [batches[i] for i in rng.permutation(len(batches))]
 
 
+def _to_device(tensors: tuple, device: torch.device) -> tuple:
+    """The batch's tensors on the model's device (no copy on CPU)."""
+    if device.type == "cpu":
+        return tensors
+    return tuple(t.to(device, non_blocking=True) for t in tensors)
+
+
 def _weights_batch(weights: list[np.ndarray], idx: np.ndarray, width: int) -> torch.Tensor:
     out = np.zeros((len(idx), width), dtype=np.float32)
     for row, i in enumerate(idx):
@@ -174,7 +181,7 @@ def batch_loss(model: torch.nn.Module, inputs: torch.Tensor, targets: torch.Tens
     """
     if mask is None or not hasattr(model, "hidden"):
         if weights is None:
-            weights = torch.ones(targets.shape)
+            weights = torch.ones(targets.shape, device=targets.device)
         logits = model(inputs)
         nll = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1),
                               reduction="none").view_as(targets)
@@ -201,12 +208,13 @@ def evaluate(model: torch.nn.Module, vocab: Vocabulary, sentences: Sequence[Sequ
              batch_size: int = 64) -> tuple[float, int]:
     """``(mean nll per target, targets)`` over ``sentences`` (natural log; ppl = exp(mean))."""
     was_training = model.training
+    device = next(model.parameters()).device
     model.eval()
     seqs = encode_sentences(vocab, sentences)
     lengths = np.array([len(s) for s in seqs])
     total, count = 0.0, 0
     for idx in _batches(lengths, batch_size, None):
-        inputs, targets, mask = pad_batch([seqs[i] for i in idx], vocab.eos_id)
+        inputs, targets, mask = _to_device(pad_batch([seqs[i] for i in idx], vocab.eos_id), device)
         _, nll = batch_loss(model, inputs, targets, None, 1.0, mask)
         total += float(nll.sum())
         count += int(mask.sum())
@@ -280,7 +288,8 @@ def train_lm(model: torch.nn.Module, vocab: Vocabulary, sentences: Sequence[Sequ
     if seed is not None:
         torch.manual_seed(seed)
     params = set_trainable(model, train_only)
-    if next(model.parameters()).device.type == "cpu":
+    device = next(model.parameters()).device
+    if device.type == "cpu":
         retain_freed_blocks()  # every step allocates [tokens, |V|] blocks: no page-fault zero-fill
     # foreach: one multi-tensor update per step instead of a Python loop over parameters
     if optimizer == "sgd":
@@ -292,11 +301,11 @@ def train_lm(model: torch.nn.Module, vocab: Vocabulary, sentences: Sequence[Sequ
     for epoch in range(1, epochs + 1):
         model.train()
         start = time.perf_counter()
-        run_nll = torch.zeros((), dtype=torch.float64)
+        run_nll = torch.zeros((), dtype=torch.float64, device=device)
         run_tok = 0
         for step, idx in enumerate(_batches(lengths, batch_size, rng, batch_by)):
-            inputs, targets, mask = pad_batch([seqs[i] for i in idx], vocab.eos_id)
-            w = None if uniform else _weights_batch(weights, idx, targets.shape[1])
+            inputs, targets, mask = _to_device(pad_batch([seqs[i] for i in idx], vocab.eos_id), device)
+            w = None if uniform else _weights_batch(weights, idx, targets.shape[1]).to(device)
             ntok = int(lengths[idx].sum()) - len(idx)
             denom = float(len(idx)) if loss_norm == "utterance" else float(ntok)
             loss, nll = batch_loss(model, inputs, targets, w, denom, mask)

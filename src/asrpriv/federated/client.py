@@ -1,0 +1,191 @@
+"""The client side of a federated round (paper 001): fine-tune a copy of the global model, send a delta.
+
+For each client, :func:`client_update` resets one in-memory model to the initial weights (a
+copy kept by :func:`load_init`: no file re-read, no rebuild), runs the training loop of
+``finetune-lm`` (:func:`asrpriv.nnlm.train.train_lm`; paper 001's client recipe is SGD lr 1.0,
+1 epoch, batch 8 sentences, the confidence losses of Eq. 2-4 in :mod:`asrpriv.nnlm.losses`),
+and returns the delta ``init - new`` (paper 001's sign, Delta = theta_t - theta_i) with:
+
+* ``weight``: the client's training words (``</s>`` not counted; after ``hard:C`` dropping) --
+  w_i of Eq. 5;
+* ``norm``: the delta's L2 norm over all parameters, before clipping;
+* ``clip_l2``: the bound C when the delta was clipped to L2 norm <= C over *all* parameters
+  together (:mod:`asrpriv.federated.clip`), else None.
+
+:func:`write_delta` writes the delta file that ``aggregate`` reads: the model-file format of
+:mod:`asrpriv.nnlm.modelfile` (``kind`` "delta") with ``weight``, ``init_fingerprint`` (the
+:mod:`asrpriv.federated.fingerprint` of the initial model; aggregate refuses deltas of another
+model) and ``clip_l2`` when clipped.
+
+Repeatability: with the same ``seed``, a client's update is the same bit for bit (CPU, same
+thread count) whether it runs alone (``finetune-lm --init --delta-out``) or among many
+(``--by-client``): :func:`asrpriv.nnlm.train.train_lm` reseeds the batch order and dropout
+from ``seed`` at the start of every call, and the weights are reset exactly.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable, Sequence
+
+#: the training settings of paper 001's client (``finetune-lm --recipe client-001``)
+CLIENT_RECIPE = "client-001"
+
+
+@dataclass
+class InitModel:
+    """The initial (global) model of a round, loaded once for every client.
+
+    Attributes:
+        model: the torch module that every client update trains (reset before each).
+        vocab, config: its vocabulary and completed config.
+        state: a copy of the initial weights (on ``device``), never trained.
+        fingerprint: :func:`asrpriv.federated.fingerprint.model_fingerprint` of the initial
+            model (hex SHA-256), the ``init_fingerprint`` of every delta.
+        path: the file it came from; device: "cpu" or "cuda".
+    """
+
+    model: Any
+    vocab: Any
+    config: dict
+    state: dict
+    fingerprint: str
+    path: str = ""
+    device: str = "cpu"
+
+
+@dataclass
+class ClientResult:
+    """One client's update.
+
+    Attributes:
+        delta: ``init - new`` per parameter (CPU tensors, the parameters' dtype), clipped when
+            ``clip_l2`` is set.
+        weight: the client's training words (Eq. 5's w_i).
+        norm: L2 norm of the delta over all parameters before clipping.
+        clip_l2: the L2 bound C applied, or None.
+        train: the :class:`asrpriv.nnlm.train.TrainResult` of the run.
+        model_state: the trained model snapped to ``init - delta`` before clipping (only with
+            ``keep_model=True``: the single-client mode writes it with ``-o``).
+    """
+
+    delta: dict
+    weight: int
+    norm: float
+    clip_l2: float | None
+    train: Any = None
+    model_state: dict | None = field(default=None, repr=False)
+
+
+def check_device(device: str) -> None:
+    """Refuse ``cuda`` where torch sees no CUDA device (AsrprivError)."""
+    from asrpriv.errors import AsrprivError
+
+    if device not in ("cpu", "cuda") and not device.startswith("cuda:"):
+        raise AsrprivError(f"--device must be cpu or cuda, got {device!r}")
+    if device.startswith("cuda"):
+        import torch
+
+        if not torch.cuda.is_available():
+            raise AsrprivError("--device cuda: no CUDA device is available")
+
+
+def load_init(path: str, device: str = "cpu") -> InitModel:
+    """Load the initial model once: module, vocabulary, config, a copy of its weights, fingerprint.
+
+    A delta file (or anything but a model file) is refused with a one-line error
+    (:func:`asrpriv.nnlm.modelfile.load_model`).
+    """
+    from asrpriv.federated.fingerprint import model_fingerprint
+    from asrpriv.nnlm import modelfile
+
+    check_device(device)
+    model, vocab, config = modelfile.load_model(path, device)
+    state = {k: v.detach().clone() for k, v in model.state_dict().items()}
+    fingerprint = model_fingerprint(config, vocab.words, state)
+    return InitModel(model, vocab, config, state, fingerprint, str(path), device)
+
+
+def client_update(init: InitModel, sentences: Sequence[Sequence[str]],
+                  confidences: Sequence[Sequence[float]] | None = None, *,
+                  settings: dict | None = None, seed: int | None, clip: float | None = None,
+                  confidence: str | None = None, train_only: str | None = None,
+                  keep_model: bool = False, valid: Sequence[Sequence[str]] | None = None,
+                  on_step: Callable[[int, float], None] | None = None,
+                  on_epoch: Callable[[dict], None] | None = None) -> ClientResult:
+    """Fine-tune ``init``'s model on one client's sentences; return its (clipped) delta.
+
+    Args:
+        init: from :func:`load_init`; its model is reset to ``init.state`` in place first.
+        sentences: the client's sentences (word lists); ``confidences``: one float per word
+            for the confidence losses.
+        settings: training settings as in :data:`asrpriv.nnlm.train.RECIPES` (optimizer, lr,
+            epochs, batch_size, batch_by, loss_norm, max_grad_norm), optionally with
+            ``confidence`` ("none", "hard:C", "utterance", "token"; Eq. 2-4) and ``train_only``;
+            default: the ``client-001`` recipe with confidence "none".
+        seed: seeds batch order and dropout (the same seed gives the same update as the
+            single-client mode); None = fresh randomness.
+        clip: C > 0: clip the whole delta to L2 norm <= C (all parameters as one vector).
+        confidence, train_only: override ``settings``' values.
+        keep_model: also return the trained model's state (``ClientResult.model_state``).
+        valid: validation sentences (single-client mode: LR decay, early stop, best epoch).
+
+    Raises:
+        ValueError: no training sentences (e.g. all dropped by ``hard:C``), bad settings.
+    """
+    from asrpriv.federated.clip import clip_l2, l2_norm
+    from asrpriv.nnlm import train
+
+    merged = dict(train.RECIPES[CLIENT_RECIPE])
+    merged.update(settings or {})
+    mode = confidence if confidence is not None else merged.pop("confidence", "none")
+    merged.pop("confidence", None)
+    only = train_only if train_only is not None else merged.pop("train_only", "all")
+    merged.pop("train_only", None)
+    if clip is not None and not clip > 0:
+        raise ValueError(f"clip bound must be > 0, got {clip!r}")
+    model = init.model
+    with _no_grad():
+        for name, tensor in model.state_dict().items():
+            tensor.copy_(init.state[name])
+    try:
+        result = train.train_lm(model, init.vocab, sentences, confidences, confidence=mode,
+                                train_only=only, seed=seed, valid=valid, on_step=on_step, on_epoch=on_epoch,
+                                **merged)
+    finally:
+        for p in model.parameters():
+            p.grad = None
+    delta, snapped = train.make_delta(init.state, model.state_dict())
+    if clip is None:
+        norm = l2_norm(delta)
+    else:
+        norm, _ = clip_l2(delta, clip)
+    return ClientResult(delta, result.words, norm, None if clip is None else float(clip), result,
+                        snapped if keep_model else None)
+
+
+def delta_metadata(init: InitModel, result: ClientResult, **extra: Any) -> dict:
+    """The federated keys of a delta file (docs/FORMATS.md) plus ``extra``."""
+    meta = {"init_fingerprint": init.fingerprint}
+    if result.clip_l2 is not None:
+        meta["clip_l2"] = float(result.clip_l2)
+    meta.update(extra)
+    return meta
+
+
+def write_delta(path: str, init: InitModel, result: ClientResult, **extra: Any) -> None:
+    """Write ``result`` as a delta file (atomically; byte-reproducible).
+
+    Keys: the model-file layout with ``kind`` "delta", ``weight`` (words),
+    ``init_fingerprint``, ``clip_l2`` when clipped, and ``extra`` (e.g. train_words, seed).
+    """
+    from asrpriv.nnlm import modelfile
+
+    modelfile.save_delta(path, result.delta, init.vocab, init.config, weight=result.weight,
+                         **delta_metadata(init, result, **extra))
+
+
+def _no_grad():
+    import torch
+
+    return torch.no_grad()

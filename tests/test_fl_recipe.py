@@ -1,0 +1,74 @@
+"""bin/fl-finetune-experiment (paper 001's Tables 2-5) end to end on a tiny slice of AMI.
+
+A shell-level test: every row kind of the --tiny mode is built by real asrpriv steps (pre-training,
+confidences, FL rounds with Poisson sampling, FedAdam, the Gaussian mechanism, rescoring, scoring),
+then a rerun must reuse every cached artefact and a changed setting must rebuild only what
+depends on it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from conftest import AMI, ROOT
+
+
+def _env() -> dict:
+    env = dict(os.environ)
+    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env['PATH']}"
+    env["PYTHONPATH"] = f"{ROOT / 'src'}{os.pathsep}{env.get('PYTHONPATH', '')}"
+    env["PYTHON"] = sys.executable
+    env.setdefault("OMP_NUM_THREADS", "1")
+    return env
+
+
+def _run(out: Path, env: dict) -> subprocess.CompletedProcess:
+    return subprocess.run(["bash", str(ROOT / "bin" / "fl-finetune-experiment"), "--tiny", str(AMI), str(out)],
+                          capture_output=True, text=True, env=env, timeout=600)
+
+
+def test_fl_recipe_tiny_slice(tmp_path):
+    out = tmp_path / "out"
+    env = _env()
+    proc = _run(out, env)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    results = (out / "results.md").read_text()
+    assert results in proc.stdout
+    for row in ("No NNLM (first-pass 1-best)", "Pre-trained NNLM (no adaptation)", "FL fine-tuned (token weighted)",
+                "| FL (token weighted) | 0.5 |", "rel. vs pre-trained", "7.75 (-2.6%)"):
+        assert row in results, row
+    assert (out / "fl_wer.png").stat().st_size > 1000
+    # every row was scored on the same evaluation utterances, with MAPSSWE against the pre-trained NNLM
+    reports = {p.parent.name: json.loads(p.read_text()) for p in (out / "runs").glob("*/wer.json")}
+    assert set(reports) == {"nonnlm", "pretrained", "fl-token", "dp-token-z0.5-d1"}
+    assert len({r["ref_words"] for r in reports.values()}) == 1
+    assert reports["pretrained"]["sentences"] == 6 * 5        # 6 evaluation meetings x DEV_PER_CLIENT
+    assert reports["fl-token"]["compare"]["system_b"].endswith("pretrained/hyp.txt")
+    assert "compare" not in reports["pretrained"]
+    # epsilon of this run (q = 0.5, T = 1) equals an independent dp-accounting computation
+    eps = json.loads((out / "privacy" / "z0.5.json").read_text())
+    assert (eps["sample_rate"], eps["rounds"], eps["noise_multiplier"]) == (0.5, 1, 0.5)
+    import dp_accounting
+    from dp_accounting import rdp
+    event = dp_accounting.PoissonSampledDpEvent(0.5, dp_accounting.GaussianDpEvent(0.5))
+    acc = rdp.RdpAccountant()
+    acc.compose(event, 1)
+    assert abs(eps["epsilon_rdp"] - acc.get_epsilon(1e-5)) < 1e-6 * acc.get_epsilon(1e-5)
+    # the DP model carries its Gaussian release; the non-DP one none
+    history = (out / "privacy" / "dp-token-z0.5-d1.history.txt").read_text()
+    assert "aussian" in history, history
+    # the FL run sampled its cohort by Poisson sampling from the 8 adapt meetings
+    cohort = (out / "fl" / "fl-token" / "clients-1.txt").read_text().split()
+    assert set(cohort) <= set((out / "data" / "adapt.clients").read_text().split())
+    # a rerun reuses everything, and says so on stderr
+    again = _run(out, env)
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert "reusing" in again.stderr and "models/pretrained.pt" in again.stderr
+    assert "pre-training the NNLM" not in again.stderr and "FL:" not in again.stderr
+    for key in ("models/pretrained.pt.key", "models/fl-token.pt.key", "runs/fl-token/hyp.txt.key", "data/adapt.conf.tsv.key"):
+        assert (out / key).is_file(), key
+    assert "q=0.5 T=1" in (out / "models" / "fl-token.pt.key").read_text()
