@@ -109,53 +109,14 @@ def fma_adapt(arpa_path, adapt_path, reversed_, prior, oov_to_unk, precision, ba
 
 def _adapt_arpa(arpa_path, adapt_path, background_path, global_path, personal_path, beta, reversed_,
                 prior, oov_to_unk, precision, allow_seeded, output):
-    """ARPA mode: read, adapt (asrpriv.ngram.fma), write with the privacy history in front."""
-    import math
-
-    from asrpriv import __version__
+    """ARPA mode: the library's adapt_arpa_file (also asrpriv.api.fma_adapt_arpa)."""
     from asrpriv.errors import AsrprivError
-    from asrpriv.io.counts import read_counts
-    from asrpriv.io.output import check_writable, open_output
-    from asrpriv.ngram.fma import adapt_arpa, marginals, write_arpa_lines
-    from asrpriv.ngram.packed import read_packed
-    from asrpriv.options import info, warn
-    from asrpriv.privacy.history import History
-    from asrpriv.unigram.meta import history_of, refuse_seeded, with_history
+    from asrpriv.ngram.fma_file import adapt_arpa_file
 
     if adapt_path is None:
         raise AsrprivError("--arpa needs --adapt COUNTS (the adaptation unigram)")
     if global_path is not None or personal_path is not None:
         raise AsrprivError("--global/--personal belong to factor mode; with --arpa give --adapt")
-    if not math.isfinite(beta) or beta < 0:
-        raise AsrprivError(f"--beta must be a finite number >= 0, got {beta}")
-    check_writable(output)
-    histories = []
-
-    def read(path):
-        meta, counts = read_counts(path)
-        refuse_seeded(path if path != "-" else "<stdin>", meta, allow_seeded)
-        histories.append(history_of(meta))
-        return counts
-
-    adapt_counts = read(adapt_path)
-    background_counts = read(background_path) if background_path else None
-    model = read_packed(arpa_path)
-    marg = marginals(model, adapt_counts, prior, background_counts, adapt_path, oov_to_unk)
-    if marg.clipped:
-        warn(f"{marg.clipped} negative adaptation/background count(s) clipped to 0")
-    if marg.dropped_words:
-        where = "and no <unk>" if oov_to_unk else "(--oov-to-unk: count them as <unk>)"
-        warn(f"{marg.dropped_words} adaptation word(s) outside the ARPA vocabulary {where} "
-             f"dropped (mass {marg.dropped_mass:g})")
-    adapted = adapt_arpa(model, marg, beta, reversed_)
-    meta = {"format": "asrpriv-arpa-meta/1", "step": "fma-adapt",
-            "variant": "reversed" if reversed_ else "standard", "beta": f"{beta:g}",
-            "prior": f"{prior:g}", "oov": "unk" if oov_to_unk else "dropped", "marginal": "counts" if background_path else "arpa-unigrams",
-            "version": __version__}
-    meta = with_history(meta, History.combine(histories, disjoint=False))
-    with open_output(output) as stream:
-        for key, value in meta.items():
-            stream.write(f"#{key}={value}\n")
-        write_arpa_lines(stream, adapted, precision)
-    info(f"adapted {arpa_path} ({'reversed' if reversed_ else 'standard'} FMA, beta {beta:g}): "
-         f"n-grams {model.counts()} -> {adapted.counts()}")
+    adapt_arpa_file(arpa_path, adapt_path, output, beta=beta, reversed_=reversed_, prior=prior,
+                    background_path=background_path, oov_to_unk=oov_to_unk, precision=precision,
+                    allow_seeded=allow_seeded)
