@@ -24,7 +24,6 @@ import torch.nn.functional as F
 
 from asrpriv.allocator import retain_freed_blocks
 from asrpriv.nnlm import losses
-from asrpriv.nnlm.linear_ce import linear_cross_entropy
 from asrpriv.nnlm.model import build_model, make_config
 from asrpriv.nnlm.score import encode_sentences, pad_batch
 from asrpriv.nnlm.vocab import Vocabulary, build_vocabulary
@@ -189,13 +188,6 @@ def batch_loss(model: torch.nn.Module, inputs: torch.Tensor, targets: torch.Tens
             nll, weights = nll[mask], weights[mask]
         return (nll * weights).sum() / denominator, nll
     states = model.hidden(inputs, mask)
-    if torch.is_grad_enabled() and isinstance(model.output, torch.nn.Linear):
-        # training: output layer + cross-entropy with the gradient built in (linear_ce)
-        nll = linear_cross_entropy(states, model.output.weight, model.output.bias, targets[mask])
-        if weights is None:
-            total = nll.sum()
-            return total / denominator, total.detach().reshape(1)
-        return (nll * weights[mask]).sum() / denominator, nll.detach()
     if weights is None:  # uniform weights: one fused sum, no per-target vector
         total = F.cross_entropy(model.output(states), targets[mask], reduction="sum")
         return total / denominator, total.detach().reshape(1)
