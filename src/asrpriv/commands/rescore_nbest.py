@@ -64,7 +64,9 @@ Weights from tune-weights: --weights FILE; options given on the command line win
 @click.option("--unnormalized", is_flag=True,
               help="Add the log factor to the word's log-prob without renormalizing (000 §2.1).")
 @click.option("--lm-weight", type=FiniteFloat(), default=6.5, show_default=True,
-              help="Weight of the LM part (the AMI first pass used 6.5).")
+              help="Weight of the LM part (the AMI first pass used 6.5). A rank-only list (no "
+                   "am_score/score column) is refused unless this or --weights is given: the "
+                   "default is meant for acoustic scores.")
 @click.option("--nnlm-weight", "-w", type=FiniteFloat(0.0, 1.0), default=0.5, show_default=True,
               help="w: share of the NNLM score in the LM part (paper: 0.5).")
 @click.option("--word-penalty", type=FiniteFloat(), default=-0.431, show_default=True,
@@ -162,8 +164,13 @@ def rescore_nbest(ctx: click.Context, inputs, nnlm, ngram, class_files, ngram_we
         if factors_file:
             factors.vector(factors_file)  # a bad factors file fails before any output
 
+    from click.core import ParameterSource
+
+    explicit = (weights_file is not None
+                or ctx.get_parameter_source("lm_weight") == ParameterSource.COMMANDLINE)
     rescorer = Rescorer(weights, nnlm_scorer, ngram_scorer, factors, reuse_scores=reuse_scores,
-                        best=best, chunk_utts=chunk_utts, max_words=max_words)
+                        best=best, chunk_utts=chunk_utts, max_words=max_words,
+                        rank_only_ok=explicit)
     with Progress("utt") as progress, open_output(output) as out:
         stats = rescorer.run(inputs, out, progress)
     if rescorer.layout is not None and is_verbose():

@@ -119,6 +119,14 @@ def _first_pass_rank(reader: NbestReader, layout: Layout, hyp) -> int:
     return value
 
 
+#: why a rank-only list is refused without explicit or tuned weights
+RANK_ONLY_MESSAGE = (
+    "a rank-only N-best list (no am_score or score column): the acoustic part would be the "
+    "rank prior -(rank-1), and the default --lm-weight 6.5, tuned for AMI acoustic scores, "
+    "swamps it (LibriSpeech HyPoradise 5-best: WER 1.79% -> 5.75%); tune weights on held-out "
+    "data (asrpriv tune-weights, then --weights FILE) or give --lm-weight explicitly")
+
+
 class Rescorer:
     """Rescore N-best TSVs with the given scorers and weights.
 
@@ -135,7 +143,7 @@ class Rescorer:
 
     def __init__(self, weights: Weights, nnlm=None, ngram=None, factors=None,
                  reuse_scores: bool = False, best: bool = False, chunk_utts: int = 256,
-                 max_words: int | None = None) -> None:
+                 max_words: int | None = None, rank_only_ok: bool = True) -> None:
         if factors is not None and nnlm is None:
             raise AsrprivError("--factors/--factors-dir need --nnlm (FMP factors rescale the neural LM; "
                                "for an n-gram, write an adapted ARPA with fma-adapt)")
@@ -149,6 +157,7 @@ class Rescorer:
         self.max_words = max_words
         self.stats = Stats()
         self.layout: Layout | None = None
+        self.rank_only_ok = rank_only_ok
 
     def run(self, inputs: Sequence[str], out: IO[str], progress=None) -> Stats:
         """Rescore every input (same header required) into ``out``."""
@@ -163,6 +172,8 @@ class Rescorer:
                 if not (self.layout.has_nnlm or self.layout.has_lm):
                     raise AsrprivError("nothing to score with: give --nnlm and/or --ngram "
                                        "(or --reuse-scores with nnlm_score/ngram_score/lm_score columns)")
+                if self.layout.acoustic is None and not self.rank_only_ok:
+                    raise InputError(path, 1, RANK_ONLY_MESSAGE)
             elif reader.columns != first_columns:
                 raise InputError(path, 1, "header differs from the first input's header")
             if not self.best and not header_written:
