@@ -81,3 +81,18 @@ def test_broken_pipe_is_quiet(tmp_path):
     proc = subprocess.run(["bash", "-o", "pipefail", "-c", cmd], capture_output=True, text=True)
     assert "Traceback" not in proc.stderr
     assert proc.stdout.startswith("#format=")
+
+
+@pytest.mark.parametrize("args, needles", [
+    (["rescore-nbset"], ["asrpriv:", "no such step 'rescore-nbset'", "did you mean 'rescore-nbest'"]),
+    (["rescore-nbest", "--ngrm", "x"], ["asrpriv rescore-nbest:", "--ngrm", "--ngram"]),
+    (["score-wer"], ["asrpriv score-wer:", "Missing option '--ref'"]),
+    (["score-wer", "--format", "xml", "--ref", "a", "--hyp", "b"],
+     ["asrpriv score-wer:", "'xml' is not one of"]),
+    (["--bogus"], ["asrpriv:", "--bogus", "--verbose"]),
+])
+def test_click_usage_errors_are_one_line_with_suggestions(args, needles):
+    from conftest import assert_one_line_error, run_proc
+
+    line = assert_one_line_error(run_proc(args), *needles)
+    assert "--help" in line

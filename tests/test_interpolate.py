@@ -282,3 +282,17 @@ def test_packed_reader_errors(tmp_path, text, line, needle):
     with pytest.raises(InputError) as err:
         read_packed(str(p))
     assert err.value.line == line and needle in err.value.detail
+
+
+def test_perplexity_warns_when_many_words_are_oov(tmp_path):
+    from conftest import run_proc
+
+    arpa = tmp_path / "tiny.arpa"
+    arpa.write_text("\\data\\\nngram 1=4\nngram 2=1\n\n\\1-grams:\n-99\t<s>\t0\n-0.5\t</s>\n"
+                    "-0.5\ta\t0\n-0.5\t<unk>\n\n\\2-grams:\n-0.3\t<s> a\n\n\\end\\\n",
+                    encoding="utf-8")  # kenlm needs order >= 2
+    proc = run_proc(["perplexity", "--lm", str(arpa)], input="a zz yy\na\n")
+    assert proc.returncode == 0, proc.stderr
+    assert b"50.0% of the words are outside the vocabulary" in proc.stderr
+    proc = run_proc(["perplexity", "--lm", str(arpa)], input="a a a\n")
+    assert b"outside the vocabulary" not in proc.stderr

@@ -76,6 +76,12 @@ class LazyGroup(click.Group):
         with formatter.section("Steps"):
             formatter.write_dl(rows)
 
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        try:
+            return super().parse_args(ctx, args)
+        except click.UsageError as err:  # the group's own options (asrpriv --bogus)
+            raise _usage_error(err, ctx) from None
+
     def invoke(self, ctx: click.Context):
         try:
             return super().invoke(ctx)
@@ -86,6 +92,8 @@ class LazyGroup(click.Group):
 
                 traceback.print_exc()
             raise
+        except click.UsageError as err:  # click's own: one line, as every asrpriv error
+            raise _usage_error(err, ctx) from None
         except (click.exceptions.ClickException, click.exceptions.Exit, click.Abort):
             raise
         except BrokenPipeError:
@@ -104,6 +112,28 @@ class LazyGroup(click.Group):
                                     "(run with --verbose for a traceback)")
             wrapped.prog = f"asrpriv {ctx.invoked_subcommand or ''}".strip()
             raise wrapped from None
+
+
+def _usage_error(err: click.UsageError, group_ctx: click.Context) -> click.ClickException:
+    """Click's usage error as one line ``asrpriv STEP: what (see 'asrpriv STEP --help')``,
+    exit 2, with the closest step name suggested for an unknown step (click itself suggests
+    the closest options)."""
+    import difflib
+    import re
+
+    path = err.ctx.command_path if err.ctx is not None else "asrpriv"
+    message = err.format_message()
+    unknown = re.match(r"No such command '(.*)'\.?$", message)
+    if unknown:
+        name = unknown.group(1)
+        close = difflib.get_close_matches(name, list(COMMANDS), n=1, cutoff=0.5)
+        message = f"no such step {name!r}" + (f" (did you mean {close[0]!r}?)" if close else "")
+        path = "asrpriv"
+    if isinstance(err, getattr(click.exceptions, "NoArgsIsHelpError", ())):
+        return err  # a bare 'asrpriv' (or a step with no_args_is_help) shows its help
+    wrapped = AsrprivError(f"{message} (see '{path} --help')")
+    wrapped.prog = path
+    return wrapped
 
 
 def _quiet_broken_pipe() -> None:

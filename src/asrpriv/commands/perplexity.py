@@ -7,6 +7,10 @@ import click
 from asrpriv.options import common_options, output_option
 
 
+#: above this OOV rate perplexity gets a warning that it does not compare across vocabularies
+HIGH_OOV_RATE = 0.10
+
+
 @click.command("perplexity")
 @click.argument("text", default="-", metavar="[TEXT]")
 @click.option("--lm", "lm_paths", required=True, multiple=True, metavar="FILE",
@@ -87,6 +91,10 @@ def perplexity(text, lm_paths, class_files, weights_text, per_word, ids, as_json
             warn(f"{partly} tokens are outside some LMs' vocabularies but not all: those LMs score "
                  "them as <unk> (vocabularies differ, so per-LM perplexities do not compare)")
     summary = report.summarize(ln_p, oov, words, len(sentences))
+    if summary["oov_rate"] > HIGH_OOV_RATE:
+        warn(f"{100 * summary['oov_rate']:.1f}% of the words are outside the vocabulary (scored "
+             "as <unk>): this perplexity does not compare with an LM of a larger vocabulary "
+             "(see srilm_ppl, which leaves OOVs out, and the oov_rate)")
     if len(lms) == 1:
         summary = {"lm": display_name(lm_paths[0]), "text": display_name(text),
                    "lm_type": lms[0].kind, **summary}
