@@ -281,3 +281,57 @@ def test_pipe_into_rescore_nbest(tmp_path):
     # the combined score follows the formula with the imported acoustic score
     r = rows[0]
     assert float(r["score"]) == pytest.approx(float(r["am_score"]) + 10 * float(r["ngram_score"]), abs=2e-3)
+
+
+def _kaldi_archive(tmp_path, compact=True):
+    """Our AMI N-best as the text form of a lattice-to-nbest archive (costs split over arcs,
+    an epsilon arc, the rest in the final weight), words as ids of the sample's symbol table."""
+    order, ami = ami_rows()
+    ids = {}
+    for line in (SAMPLES / "kaldi" / "words.txt").read_text(encoding="utf-8").splitlines():
+        word, num = line.split()
+        ids[word] = num
+    out = []
+    for (utt, rank), a in ami.items():
+        words = a["text"].split()
+        graph, acoustic = -float(a["lm_score"]), -float(a["am_score"])
+        out.append(f"{utt}-{rank}")
+        labels = [ids[w] for w in words] + ["0"]  # a final epsilon arc
+        for s, label in enumerate(labels):
+            g, ac = graph / (len(labels) + 1), acoustic / (len(labels) + 1)
+            weight = f"{g!r},{ac!r},{s + 1}_{s + 2}"
+            out.append(f"{s}\t{s + 1}\t{label}\t{weight}" if compact
+                       else f"{s}\t{s + 1}\t7\t{label}\t{g!r},{ac!r}")
+        rest_g = graph - len(labels) * (graph / (len(labels) + 1))
+        rest_a = acoustic - len(labels) * (acoustic / (len(labels) + 1))
+        out.append(f"{len(labels)}\t{rest_g!r},{rest_a!r},")
+        out.append("")
+    path = tmp_path / "nbest.txt"
+    path.write_text("\n".join(out) + "\n", encoding="utf-8")
+    return path
+
+
+@pytest.mark.parametrize("compact", [True, False])
+def test_kaldi_nbest_archive_round_trip(tmp_path, compact):
+    path = _kaldi_archive(tmp_path, compact)
+    check(*imported("--from", "kaldi", str(path), "--words", str(SAMPLES / "kaldi" / "words.txt")),
+          ["utt_id", "rank", "am_score", "lm_score", "text"], am_lm, tol=1e-6)
+
+
+def test_kaldi_nbest_archive_errors(tmp_path):
+    branching = tmp_path / "lat.txt"
+    branching.write_text("u-1\n0\t1\t1\t1,1,\n0\t2\t1\t1,1,\n1\n2\n\n", encoding="utf-8")
+    words = tmp_path / "words.txt"
+    words.write_text("a 1\n", encoding="utf-8")
+    proc = run_proc(["import-nbest", "--from", "kaldi", "--words", str(words), str(branching),
+                     "-o", str(tmp_path / "out.tsv")])
+    assert_one_line_error(proc, "lat.txt:3", "branches", "lattice-to-nbest")
+    assert not (tmp_path / "out.tsv").exists()
+    no_words = tmp_path / "ids.txt"
+    no_words.write_text("u-1\n0\t1\t1\t1,1,\n1\n\n", encoding="utf-8")
+    proc = run_proc(["import-nbest", "--from", "kaldi", str(no_words), "-o", str(tmp_path / "o")])
+    assert_one_line_error(proc, "ids.txt:2", "--words")
+    bad = tmp_path / "bad.txt"
+    bad.write_text("u-1\n0\t1\t1\tx,1,\n1\n\n", encoding="utf-8")
+    proc = run_proc(["import-nbest", "--from", "kaldi", "--words", str(words), str(bad)])
+    assert_one_line_error(proc, "bad.txt:2", "graph cost")

@@ -22,6 +22,22 @@ choose and order the N best paths (``fst::ShortestPath``), then undoes the scale
 ``acoustic_scale=1`` keeps them unscaled, which is what ``rescore-nbest`` expects (its
 ``--lm-weight`` plays the role of ``1/S``); give ``S`` to write scaled acoustic scores.
 
+PATH may also be a Kaldi N-best *archive* (a file): the text form of what
+``lattice-to-nbest`` writes (``lattice-to-nbest ... ark,t:nbest.txt``, or
+``lattice-copy ark:nbest.ark ark,t:-``), one linear lattice per ``UTT-N`` key::
+
+    UTT-1
+    0 1 23 4.5,10.2,1_2_3        compact arc: src dst word graph_cost,acoustic_cost,tids
+    1 2 45 1.2,3.4,4_5
+    2 0.5,0,                     final state with its final weight (or just '2')
+    <blank line>
+
+Non-compact lattice arcs (``src dst ilabel olabel graph,acoustic``, the word = olabel) are
+read too. Costs are summed over the path (arcs and final weight): ``lm_cost`` = the graph
+costs, ``ac_cost`` = the acoustic costs, then mapped as above. Word 0 is epsilon. Words are
+integer ids looked up in ``--words`` (or words, if the archive went through ``int2sym.pl``).
+A lattice that branches is refused: run ``lattice-to-nbest`` first.
+
 The three tables are read in lockstep (``nbest-to-linear`` writes them in the same order),
 so memory does not grow with the input; a key that differs between them is an error.
 """
@@ -77,6 +93,9 @@ def _cost(rec, path: str, what: str) -> tuple[str, float]:
 
 
 def read(path: str, words: str | None = None, acoustic_scale: float = 1.0, **_ignored) -> NbestTable:
+    if os.path.isfile(path):
+        symbols = read_symbols(words) if words is not None else None
+        return NbestTable(["am_score", "lm_score"], _archive_rows(path, symbols, acoustic_scale))
     if not os.path.isdir(path):
         raise AsrprivError(f"{path}: expected a directory holding text (or words.int), ac_cost, lm_cost")
     ac_path = os.path.join(path, "ac_cost")
@@ -123,3 +142,80 @@ def _rows(text_path, ac_path, lm_path, symbols, acoustic_scale) -> Iterator[Row]
         extra = next(stream, None)
         if extra is not None:
             raise InputError(p, extra[0], f"key {extra[1]!r} is not in {text_path}")
+
+
+def _weight(field: str, path: str, lineno: int) -> tuple[float, float]:
+    """``graph,acoustic[,tids]`` -> (graph cost, acoustic cost)."""
+    parts = field.split(",")
+    if len(parts) < 2:
+        raise InputError(path, lineno, f"weight {field!r} is not 'graph_cost,acoustic_cost[,tids]'")
+    return (parse_float(parts[0], path, lineno, "graph cost"),
+            parse_float(parts[1], path, lineno, "acoustic cost"))
+
+
+def _archive_rows(path: str, symbols, acoustic_scale: float) -> Iterator[Row]:
+    key = None
+    start = 0
+    arcs: dict[int, tuple[int, str, float, float, int]] = {}
+    finals: dict[int, tuple[float, float]] = {}
+
+    def finish() -> Row:
+        utt, n = split_key(key, path, start)
+        check_id(utt, path, start)
+        state, seen, toks, graph, acoustic = 0, set(), [], 0.0, 0.0
+        while state not in finals or state in arcs:
+            if state in seen or state not in arcs:
+                raise InputError(path, start, f"lattice {key!r} has no path from state 0 to a "
+                                              "final state (or a loop)")
+            seen.add(state)
+            dst, word, g, a, lineno = arcs[state]
+            if word != "0":
+                if symbols is not None:
+                    if word not in symbols:
+                        raise InputError(path, lineno, f"word id {word} is not in the symbol table")
+                    word = symbols[word]
+                elif word.isdigit():
+                    raise InputError(path, lineno, "integer word ids: give --words words.txt")
+                toks.append(word)
+            graph += g
+            acoustic += a
+            state = dst
+        g, a = finals[state]
+        graph += g
+        acoustic += a
+        return Row(utt, n, " ".join(toks), {"am_score": -acoustic_scale * acoustic,
+                                            "lm_score": -graph}, where=(path, start))
+
+    for lineno, line in iter_lines(path):
+        fields = line.split()
+        if not fields:
+            if key is not None:
+                yield finish()
+                key, arcs, finals = None, {}, {}
+            continue
+        if key is None:
+            if len(fields) != 1:
+                raise InputError(path, lineno, "expected a key line (UTT-N) starting a lattice")
+            key, start = fields[0], lineno
+            continue
+        if not fields[0].isdigit():
+            raise InputError(path, lineno, f"expected a state number, got {fields[0]!r}")
+        src = int(fields[0])
+        if len(fields) in (1, 2):  # final state [weight]
+            finals[src] = _weight(fields[1], path, lineno) if len(fields) == 2 else (0.0, 0.0)
+            continue
+        if len(fields) == 4:  # compact: src dst word weight
+            dst_field, word, weight = fields[1], fields[2], fields[3]
+        elif len(fields) == 5:  # lattice: src dst ilabel olabel weight
+            dst_field, word, weight = fields[1], fields[3], fields[4]
+        else:
+            raise InputError(path, lineno, f"expected an arc 'src dst word weight', got "
+                                           f"{len(fields)} fields")
+        if not dst_field.isdigit():
+            raise InputError(path, lineno, f"expected a state number, got {dst_field!r}")
+        if src in arcs:
+            raise InputError(path, lineno, f"lattice {key!r} branches at state {src}: not an "
+                                           "N-best path (run lattice-to-nbest first)")
+        arcs[src] = (int(dst_field), word, *_weight(weight, path, lineno), lineno)
+    if key is not None:
+        yield finish()
