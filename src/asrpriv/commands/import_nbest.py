@@ -14,8 +14,8 @@ leaves:
 \b
   kaldi    directory with text (or words.int + --words), ac_cost, lm_cost keyed UTT-N
            (lattice-to-nbest | nbest-to-linear): am = -S*ac_cost, lm = -lm_cost
+           (a graph cost); costs are written unscaled, S = --acoustic-scale;
            or a lattice-to-nbest archive in text form (ark,t:; --words for integer ids)
-           (a graph cost); costs are written unscaled, S = --acoustic-scale
   espnet   decoding directory with 1best_recog/, 2best_recog/, ... (text, score)
   nemo     beams file (text<TAB>score, beam-size lines per entry) + --manifest,
            or a transcribe_speech.py manifest with pred_text (1-best)
