@@ -156,21 +156,11 @@ def _read(path: str | None, fmt: str, normalizer: Normalizer, field: str = "text
 
 
 def _read_nemo(path, blocks, normalizer: Normalizer, field: str, id_field: str | None) -> Transcript:
-    import json
-
-    from asrpriv.io.importers.nemo import manifest_id
+    from asrpriv.io.importers.nemo import iter_manifest, manifest_id
 
     words: dict[str, list[str]] = {}
     where: dict[str, int] = {}
-    for lineno, line in _numbered_lines(blocks):
-        if not line.strip():
-            continue
-        try:
-            entry = json.loads(line)
-        except json.JSONDecodeError as err:
-            raise InputError(path, lineno, f"not a JSON object: {err.msg}") from None
-        if not isinstance(entry, dict):
-            raise InputError(path, lineno, "not a JSON object")
+    for lineno, entry in iter_manifest(path, _numbered_lines(blocks)):
         if field not in entry:
             raise InputError(path, lineno, f"no {field!r} in this manifest entry")
         utt_id = manifest_id(entry, id_field, path, lineno)

@@ -41,9 +41,10 @@ def manifest_id(entry: dict, id_field: str | None, path: str | None, line: int) 
     return check_id(os.path.splitext(os.path.basename(audio))[0], path, line)
 
 
-def iter_manifest(path: str | None) -> Iterator[tuple[int, dict]]:
-    """``(line, entry)`` of a JSON-lines manifest; blank lines are skipped."""
-    for lineno, line in iter_lines(path):
+def iter_manifest(path: str | None, lines=None) -> Iterator[tuple[int, dict]]:
+    """``(line, entry)`` of a JSON-lines manifest (``lines``: numbered lines already read);
+    blank lines are skipped."""
+    for lineno, line in (iter_lines(path) if lines is None else lines):
         if not line.strip():
             continue
         try:
