@@ -47,7 +47,6 @@ import zipfile
 from dataclasses import dataclass, field
 
 from asrpriv.errors import InputError
-from asrpriv.io.output import atomic_path
 
 STATE_FORMAT = "asrpriv-server-state"
 STATE_VERSION = 1
@@ -192,12 +191,9 @@ def write_state(path: str, state: ServerState) -> None:
            "hparams": dict(state.hparams),
            "m": {k: v.detach().cpu().contiguous() for k, v in state.m.items()},
            "v": {k: v.detach().cpu().contiguous() for k, v in state.v.items()}}
-    from asrpriv.nnlm.modelfile import model_bytes
+    from asrpriv.nnlm.modelfile import write_payload
 
-    data = model_bytes(obj)  # byte-reproducible (no temporary file name inside the archive)
-    with atomic_path(path) as tmp:
-        with open(tmp, "wb") as f:
-            f.write(data)
+    write_payload(path, obj)  # byte-reproducible (no temporary file name inside the archive)
 
 
 #: coordinates per slice of the in-place update (bounds the float64 temporaries)

@@ -66,17 +66,27 @@ def save_model(path: str, model_or_state: Any, vocab: Vocabulary, config: dict,
         if key in payload:
             raise ValueError(f"extra key {key!r} is reserved")
         payload[key] = value
-    data = model_bytes(payload)
     if str(path) == "-":
         from asrpriv.io.output import stdout_stream
 
         stream = stdout_stream(binary=True)
-        stream.write(data)
+        stream.write(model_bytes(payload))
         stream.flush()
         return
+    write_payload(path, payload)
+
+
+def write_payload(path: str, payload: dict) -> None:
+    """``torch.save(payload)`` to ``path`` atomically and byte-reproducibly, streamed.
+
+    Saved to an open file object, torch names the zip archive's folder ``archive`` (as for
+    an in-memory buffer) instead of a name derived from the random temporary file name, so
+    identical payloads give identical files -- without holding the bytes in memory (a
+    ``BytesIO`` and its copy cost up to three models' worth at the end of a server round).
+    """
     with atomic_path(path) as tmp:
         with open(tmp, "wb") as f:
-            f.write(data)
+            torch.save(payload, f)
 
 
 def model_bytes(payload: dict) -> bytes:
