@@ -295,12 +295,20 @@ def _recorded_clip(payload: dict) -> float | None:
 def run_round(model_path: str, delta_args: list[str], output: str, server: str,
               hparams: dict, state_path: str | None, dp: DpSettings | None = None,
               seed: int | None = None, allow_seeded: bool = False,
-              aggregate_out: str | None = None, progress=None) -> RoundReport:
+              aggregate_out: str | None = None, progress=None,
+              deltas: list[tuple[str, dict]] | None = None,
+              round_info: dict | None = None) -> RoundReport:
     """Read the model and the deltas, compute Delta_t, apply the server optimizer, write.
 
     Args:
         model_path: the current global model (the one every delta's client started from).
         delta_args: delta files, ``@LISTFILE`` or directories (:func:`expand_deltas`).
+        deltas: instead of ``delta_args``, deltas already in memory: ``(label, payload)`` pairs,
+            each payload as :func:`asrpriv.nnlm.modelfile.read_model_file` returns it (the
+            Flower app's path; checked exactly like files, summed in the given order). May be
+            empty only with noise (``dp.noise_multiplier > 0``): the round then releases the
+            noise alone, S = 0 (an empty cohort is a possible outcome of Poisson sampling).
+        round_info: extra public keys for the new model's ``federated_round``.
         output: the new model file (atomic).
         server: "fedavg" or "fedadam"; hparams: lr, beta1, beta2, eps (None = default).
         state_path: the server state file (required for FedAdam; created when absent).
@@ -325,7 +333,16 @@ def run_round(model_path: str, delta_args: list[str], output: str, server: str,
         raise AsrprivError(str(err)) from None
     if server == "fedadam" and not state_path:
         raise AsrprivError("--server fedadam needs --state FILE (created when absent)")
-    paths = expand_deltas(delta_args)
+    if deltas is None:
+        paths = expand_deltas(delta_args)
+        given: dict[str, dict] = {}
+    else:
+        paths = [label for label, _ in deltas]
+        given = dict(deltas)
+        if len(given) != len(paths):
+            raise AsrprivError("a client's delta is given twice")
+        if not paths and not (dp.active and dp.noise_multiplier):
+            raise AsrprivError("no delta given")
 
     ref = _Reference(model_path, read_model_file(model_path))
     state = ServerState(server, 0, "", hp)
@@ -351,7 +368,7 @@ def run_round(model_path: str, delta_args: list[str], output: str, server: str,
     mismatched: list[str] = []
     meter = progress(len(paths)) if progress else None
     for path in paths:
-        payload = read_model_file(path)
+        payload = given.pop(path) if path in given else read_model_file(path)
         weight = ref.check_delta(path, payload)
         if _init_fingerprint(payload, path) != ref.fingerprint:
             mismatched.append(path)
@@ -457,6 +474,7 @@ def run_round(model_path: str, delta_args: list[str], output: str, server: str,
         round_meta.update({"noise_multiplier": float(z), "clip_l2": float(dp.clip),
                            "denominator": float(dp.denominator),
                            "weight_cap": dp.weight_cap, "sample_rate": dp.sample_rate})
+    round_meta.update(round_info or {})
     save_model(output, new_state, ref.vocab, ref.config, federated_round=round_meta, **extra)
     if state_path:
         write_state(state_path, ServerState(server, t, report.fingerprint, hp, m_new, v_new))

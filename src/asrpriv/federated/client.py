@@ -96,14 +96,28 @@ def load_init(path: str, device: str = "cpu") -> InitModel:
     A delta file (or anything but a model file) is refused with a one-line error
     (:func:`asrpriv.nnlm.modelfile.load_model`).
     """
-    from asrpriv.federated.fingerprint import model_fingerprint
     from asrpriv.nnlm import modelfile
 
     check_device(device)
-    model, vocab, config = modelfile.load_model(path, device)
+    return _init_of(*modelfile.load_model(path, device), str(path), device)
+
+
+def init_from_payload(payload: dict, label: str, device: str = "cpu") -> InitModel:
+    """:func:`load_init` on a model payload in memory (the model-file dict: ``kind`` "model",
+    ``config``, ``vocab``, ``state_dict``), e.g. the global model received from a server;
+    checked like a file (``label`` names it in errors)."""
+    from asrpriv.nnlm import modelfile
+
+    check_device(device)
+    return _init_of(*modelfile.model_from_payload(payload, label, device), label, device)
+
+
+def _init_of(model, vocab, config, path: str, device: str) -> InitModel:
+    from asrpriv.federated.fingerprint import model_fingerprint
+
     state = {k: v.detach().clone() for k, v in model.state_dict().items()}
     fingerprint = model_fingerprint(config, vocab.words, state)
-    return InitModel(model, vocab, config, state, fingerprint, str(path), device)
+    return InitModel(model, vocab, config, state, fingerprint, path, device)
 
 
 def client_update(init: InitModel, sentences: Sequence[Sequence[str]],

@@ -257,7 +257,11 @@ def load_model(path: str, device: str = "cpu"):
 
     A delta file is refused here (it is not a model; add it to its init model first).
     """
-    payload = read_model_file(path)
+    return model_from_payload(read_model_file(path), path, device)
+
+
+def model_from_payload(payload: dict, path: str, device: str = "cpu"):
+    """:func:`load_model` on a payload already in memory (``path`` names it in errors)."""
     if payload["kind"] != "model":
         raise InputError(path, None, f"is a {payload['kind']} file, not a model")
     vocab, config = vocab_and_config(payload, path)

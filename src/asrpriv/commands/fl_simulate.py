@@ -1,0 +1,139 @@
+"""``asrpriv fl-simulate``: paper 001's federated rounds on Flower's simulation engine (Ray).
+
+The client and server logic are the library functions of ``finetune-lm --by-client``,
+``sample-clients`` and ``aggregate --server`` (package ``asrpriv_flower``, installed with
+``pip install 'asrpriv[flower]'``); flwr is imported inside the command only.
+"""
+
+from __future__ import annotations
+
+import click
+
+from asrpriv.options import FiniteFloat, common_options
+
+FLOWER_MISSING = "fl-simulate needs Flower (flwr with Ray): pip install 'asrpriv[flower]'"
+
+
+@click.command("fl-simulate")
+@click.option("--init", "init_path", required=True, metavar="MODEL",
+              help="The initial global model (copied to RUN/model-0.pt).")
+@click.option("--train", "train_path", required=True, metavar="FILE",
+              help="The clients' adaptation data: N-best TSV with a 'client' column (rank-1 rows; "
+                   "'confidence' for the confidence losses) or text with --utt2client.")
+@click.option("--ids", is_flag=True, help="Plain-text --train is Kaldi text (first field = utterance id).")
+@click.option("--utt2client", default=None, metavar="FILE", help="Kaldi utt_id -> client map.")
+@click.option("--clients", "clients_path", default=None, metavar="LIST",
+              help="The population (one id a line); default: every client of --train.")
+@click.option("--run-dir", required=True, metavar="DIR",
+              help="Run directory: model-t.pt and state.pt per round, round-t/ (cohort, report), "
+                   "Flower's and Ray's files. Must be new or empty (or --resume).")
+@click.option("--resume", is_flag=True, help="Go on from the last round written in --run-dir.")
+@click.option("--rounds", type=click.IntRange(min=1), required=True, help="Rounds T.")
+@click.option("--sample-rate", type=FiniteFloat(0.0, 1.0, min_open=True), required=True,
+              help="Poisson rate q (sample-clients --rate; aggregate --sample-rate).")
+@click.option("--sample-seed", type=int, default=None,
+              help="sample-clients --seed (round t draws with --round t); keep it secret. "
+                   "Default: os.urandom.")
+@click.option("-s", "--seed", type=int, default=None,
+              help="Client training seed: round t trains with finetune-lm --seed SEED*100000+t.")
+@click.option("--server", type=click.Choice(["fedavg", "fedadam"]), default="fedadam", show_default=True)
+@click.option("--server-lr", type=float, default=None, help="Server lr [fedavg 1.0, fedadam 0.001].")
+@click.option("--beta1", type=float, default=None, help="FedAdam b1 [0.9].")
+@click.option("--beta2", type=float, default=None, help="FedAdam b2 [0.999].")
+@click.option("--eps", type=float, default=None, help="FedAdam eps inside the root [1e-8].")
+@click.option("--clip", type=FiniteFloat(min=0.0, min_open=True), default=None, metavar="C",
+              help="Clients clip their delta to L2 norm C (finetune-lm --clip); with DP the "
+                   "server clips to C too (aggregate --clip).")
+@click.option("--noise-multiplier", type=FiniteFloat(min=0.0), default=None, metavar="Z",
+              help="Gaussian mechanism: noise std Z*C on the clipped sum (aggregate).")
+@click.option("--expected-clients", type=FiniteFloat(min=0.0, min_open=True), default=None,
+              help="DP: the fixed denominator q*N (aggregate --expected-clients).")
+@click.option("--expected-weight", type=FiniteFloat(min=0.0, min_open=True), default=None,
+              help="DP: fixed denominator q*W with --weight-cap.")
+@click.option("--weight-cap", type=FiniteFloat(min=0.0, min_open=True), default=None, metavar="WORDS",
+              help="DP: capped client weights min(words/WORDS, 1).")
+@click.option("--noise-seed", type=int, default=None,
+              help="Seed the noise (round t: NOISE_SEED*100000+t). NOT private: tests only.")
+@click.option("--allow-seeded-test-noise", "allow_seeded", is_flag=True,
+              help="Accept seeded noise (tests only).")
+@click.option("--confidence", default="none", show_default=True, metavar="none|hard:C|utterance|token",
+              help="Client confidence loss (finetune-lm --confidence).")
+@click.option("--lr", type=FiniteFloat(min=0.0, min_open=True), default=None, help="Client lr [client-001: 1.0].")
+@click.option("--epochs", type=click.IntRange(min=1), default=None, help="Client epochs [1].")
+@click.option("--batch-size", type=click.IntRange(min=1), default=None, help="Client batch [8].")
+@click.option("--train-only", type=click.Choice(["all", "output"]), default="all", show_default=True)
+@click.option("--max-words", type=click.IntRange(min=1), default=1000, show_default=True,
+              help="Refuse a sentence longer than this.")
+@click.option("--workers", type=click.IntRange(min=1), default=1, show_default=True,
+              help="CPUs given to Ray (ray.init num_cpus).")
+@click.option("--cpus-per-client", type=FiniteFloat(min=0.0, min_open=True), default=1.0,
+              show_default=True, help="Flower client_resources num_cpus (and torch threads).")
+@click.option("--gpus-per-client", type=FiniteFloat(min=0.0), default=0.0, show_default=True,
+              help="Flower client_resources num_gpus (> 0 trains on cuda).")
+@click.option("--round-timeout", type=FiniteFloat(min=0.0, min_open=True), default=None,
+              metavar="SECONDS", help="Drop (and record) clients that have not replied by then.")
+@click.option("--save-deltas", is_flag=True, help="Keep RUN/round-t/deltas/<client>.delta.pt.")
+@common_options
+def fl_simulate(init_path, train_path, ids, utt2client, clients_path, run_dir, resume, rounds,
+                sample_rate, sample_seed, seed, server, server_lr, beta1, beta2, eps, clip,
+                noise_multiplier, expected_clients, expected_weight, weight_cap, noise_seed,
+                allow_seeded, confidence, lr, epochs, batch_size, train_only, max_words, workers,
+                cpus_per_client, gpus_per_client, round_timeout, save_deltas):
+    """Run federated fine-tuning rounds (paper 001) on Flower's local simulation engine.
+
+    One virtual client per client of --train; per round: Poisson sampling (sample-clients),
+    each sampled client fine-tunes the global model on its data (finetune-lm --by-client,
+    recipe client-001) and sends its delta as Flower arrays; the server aggregates exactly as
+    aggregate --server does (FedAvg, FedAdam Eq. 5-8, Gaussian mechanism before the
+    optimizer, privacy history) and writes RUN/model-t.pt and RUN/state.pt. A client that
+    fails or times out is dropped and listed in RUN/round-t/report.json. Prints the final
+    model's path on stdout.
+
+    \b
+    Example:
+      asrpriv fl-simulate --init base.pt --train adapt.tsv --run-dir runs/fl1 --rounds 10 \\
+          --sample-rate 0.1 --clip 0.5 --noise-multiplier 1.0 --expected-clients 11.4 \\
+          --workers 8
+    """
+    import sys
+
+    from asrpriv.errors import AsrprivError
+    from asrpriv.options import is_quiet, is_verbose, seeded_warning
+
+    try:
+        import flwr  # noqa: F401
+        import ray  # noqa: F401
+    except ImportError:
+        raise AsrprivError(FLOWER_MISSING) from None
+    from asrpriv_flower.simulate import simulate
+    from asrpriv_flower.strategy import FlSettings
+
+    quiet = is_quiet()
+
+    def talk(line: str) -> None:  # called from the ServerApp's thread (no click context there)
+        if not quiet:
+            print(line, file=sys.stderr, flush=True)
+
+    if noise_seed is not None and noise_multiplier:
+        seeded_warning(f"--noise-seed {noise_seed}")
+    training = {k: v for k, v in (("lr", lr), ("epochs", epochs), ("batch_size", batch_size))
+                if v is not None}
+    settings = FlSettings(
+        init=init_path, train=train_path, run_dir=run_dir, rounds=rounds, sample_rate=sample_rate,
+        ids=ids, utt2client=utt2client, clients=clients_path, max_words=max_words,
+        sample_seed=sample_seed, seed=seed, server=server,
+        hparams={"lr": server_lr, "beta1": beta1, "beta2": beta2, "eps": eps}, clip=clip,
+        noise_multiplier=noise_multiplier, expected_clients=expected_clients,
+        expected_weight=expected_weight, weight_cap=weight_cap, noise_seed=noise_seed,
+        allow_seeded=allow_seeded, training=training, confidence=confidence,
+        train_only=train_only, threads=max(1, int(cpus_per_client)),
+        device="cuda" if gpus_per_client > 0 else "cpu", round_timeout=round_timeout,
+        save_deltas=save_deltas)
+    result = simulate(settings, workers=workers, cpus_per_client=cpus_per_client,
+                      gpus_per_client=gpus_per_client, resume=resume, talk=talk,
+                      verbose=is_verbose())
+    dropped = sum(len(r["dropped"]) for r in result.rounds)
+    talk(f"fl-simulate: {len(result.rounds)} round(s) in {result.seconds:.1f} s"
+         + (f", {dropped} client update(s) dropped" if dropped else "")
+         + f"; final model {result.final_model}")
+    click.echo(result.final_model)

@@ -1,0 +1,24 @@
+"""asrpriv's federated rounds (paper 001) as a Flower app: ClientApp, ServerApp and Strategy.
+
+A separate top-level package, installed with ``pip install 'asrpriv[flower]'`` (``flwr`` with
+its simulation extra, i.e. Ray). Nothing in :mod:`asrpriv` imports it at module level; the
+``asrpriv fl-simulate`` step imports it inside the command.
+
+The client and server logic are asrpriv's own library functions, so every engine gives the
+same numbers:
+
+- client (:mod:`asrpriv_flower.client_app`): :func:`asrpriv.federated.client.client_update`
+  (``finetune-lm --by-client``'s fine-tuning, confidence losses, clipping);
+- server (:mod:`asrpriv_flower.strategy`): Poisson sampling by
+  :func:`asrpriv.federated.sampling.poisson_sample` (``sample-clients``), and the round by
+  :func:`asrpriv.federated.aggregate.run_round` (``aggregate --server``: weighted FedAvg,
+  FedAdam of paper 001 Eq. 5-8, Gaussian mechanism with the fixed denominator before the
+  optimizer, the privacy history in each round's model).
+
+Flower's own ``FedAdam`` and DP wrappers are not used: its FedAdam puts tau outside the square
+root and folds a bias correction with t = round + 1 into the step; its server-side
+fixed-clipping wrapper adds the noise to the wrapped strategy's *output* (after the Adam step).
+See docs/FLOWER.md.
+"""
+
+from __future__ import annotations

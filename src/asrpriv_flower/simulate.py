@@ -1,0 +1,225 @@
+"""Run the federated rounds on Flower's simulation engine (Ray), one run directory per run.
+
+:func:`simulate` checks the inputs, lays out the run directory, starts
+``flwr.simulation.run_simulation`` with one virtual SuperNode per client (the ClientApp of
+:mod:`asrpriv_flower.client_app`) and our ServerApp (:class:`asrpriv_flower.strategy.AsrprivStrategy`),
+and stops Ray afterwards. Run directory::
+
+    RUN/run.json                  the settings (seeds included)
+    RUN/model-0.pt                a copy of --init; RUN/model-t.pt after round t (atomic)
+    RUN/state.pt                  the server state (aggregate --state), after each model
+    RUN/round-t/clients.txt       the cohort (sample-clients' output for round t)
+    RUN/round-t/report.json       contributed / dropped (with reasons) / noise std / seconds
+    RUN/round-t/deltas/           with --save-deltas: <client>.delta.pt as finetune-lm writes
+    RUN/flwr-home/                FLWR_HOME (Flower writes nothing to ~/.flwr)
+    RUN/ray/                      RAY_TMPDIR: Ray's session files and logs
+
+Ray's sockets live under RAY_TMPDIR and an AF_UNIX path may not exceed 107 bytes, which a
+run directory's path often does: RAY_TMPDIR is then a short symbolic link
+``/tmp/asrpriv-fl-XXXXXX/r`` to ``RUN/ray`` (the files are in RUN; the link is removed at the end).
+
+Resuming: with ``resume=True`` a run directory whose last round T wrote ``model-T.pt`` and the
+matching ``state.pt`` goes on with round T+1 (the same settings are required).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import tempfile
+import time
+from dataclasses import dataclass, field
+
+from asrpriv.errors import AsrprivError
+
+#: environment for Flower and Ray inside a run (set before flwr/ray are imported)
+QUIET_ENV = {"FLWR_TELEMETRY_ENABLED": "0", "FLWR_DISABLE_UPDATE_CHECK": "1",
+             "RAY_USAGE_STATS_ENABLED": "0", "RAY_ACCEL_ENV_VAR_OVERRIDE_ON_ZERO": "0",
+             "RAY_DEDUP_LOGS": "0"}
+#: longest RAY_TMPDIR used as it is: Ray adds ~78 bytes (ray/session_<date>_<pid>/sockets/plasma_store)
+MAX_RAY_TMPDIR = 28
+
+
+@dataclass
+class SimulationResult:
+    rounds: list = field(default_factory=list)
+    final_model: str = ""
+    seconds: float = 0.0
+    ray_tmpdir: str = ""
+
+
+def population_of(settings) -> list[str]:
+    """The sampling population: the clients of --train (sorted), or of --clients LIST."""
+    from asrpriv.federated.by_client import check_client_name, group_by_client, read_client_list
+    from asrpriv.nnlm.data import read_corpus
+
+    corpus = read_corpus(settings.train, ids=settings.ids, max_words=settings.max_words)
+    client_of = None
+    if settings.utt2client:
+        from asrpriv.io.kaldi import read_map
+
+        client_of = read_map(settings.utt2client, "client")
+    groups = group_by_client(corpus, settings.train, client_of)
+    clients = read_client_list(settings.clients, groups) if settings.clients else sorted(groups)
+    if not clients:
+        raise AsrprivError("no client to simulate")
+    for name in clients:
+        check_client_name(name)
+    return sorted(clients)
+
+
+def check_settings(settings) -> None:
+    """Refuse bad settings before anything starts (AsrprivError)."""
+    from asrpriv.federated.server import check_hparams
+    from asrpriv.nnlm import losses
+
+    if settings.rounds < 1:
+        raise AsrprivError("--rounds must be >= 1")
+    if not 0 < settings.sample_rate <= 1:
+        raise AsrprivError("--sample-rate must be in (0, 1]")
+    if settings.clip is not None and not settings.clip > 0:
+        raise AsrprivError("--clip must be > 0")
+    try:
+        check_hparams(settings.server, settings.hparams)
+        losses.parse_confidence(settings.confidence)
+    except ValueError as err:
+        raise AsrprivError(str(err)) from None
+    settings.dp().check()
+    if settings.noise_seed is not None and settings.noise_multiplier and not settings.allow_seeded:
+        raise AsrprivError("--noise-seed makes the noise NOT private: add "
+                           "--allow-seeded-test-noise (tests only)")
+
+
+def last_round(run_dir: str) -> int:
+    """The highest t with RUN/model-t.pt (0 for a fresh run directory)."""
+    done = [int(n[6:-3]) for n in os.listdir(run_dir)
+            if n.startswith("model-") and n.endswith(".pt") and n[6:-3].isdigit()]
+    return max(done, default=0)
+
+
+def prepare_run_dir(settings, resume: bool) -> int:
+    """Create RUN (or check it for --resume); return the first round to run."""
+    from asrpriv.federated.client import load_init
+    from asrpriv.io.output import atomic_path
+
+    from asrpriv_flower.strategy import model_path, settings_json, write_json
+
+    run = settings.run_dir
+    mine = settings_json(settings)
+    if os.path.isdir(run) and os.listdir(run):
+        if not resume:
+            raise AsrprivError(f"--run-dir {run}: not empty (give a new directory, or --resume)")
+        try:
+            with open(os.path.join(run, "run.json"), encoding="utf-8") as f:
+                before = json.load(f)
+        except (OSError, ValueError) as err:
+            raise AsrprivError(f"--resume: {run}/run.json: {err}") from None
+        differ = sorted(k for k in mine if k not in ("rounds", "run_dir") and before.get(k) != mine[k])
+        if differ:
+            raise AsrprivError(f"--resume: settings differ from {run}/run.json in "
+                               f"{', '.join(differ)}")
+        done = last_round(run)
+        if done >= settings.rounds:
+            raise AsrprivError(f"--resume: {run} already holds round {done} (--rounds {settings.rounds})")
+        state = os.path.join(run, "state.pt")
+        if done and os.path.exists(state):
+            from asrpriv.federated.server import read_state
+
+            fp = load_init(model_path(run, done)).fingerprint
+            if read_state(state, settings.server).model_fingerprint != fp:
+                raise AsrprivError(f"--resume: {state} does not belong to model-{done}.pt")
+        write_json(os.path.join(run, "run.json"), mine)
+        return done + 1
+    os.makedirs(run, exist_ok=True)
+    load_init(settings.init)  # a model file, or a one-line error
+    with atomic_path(model_path(run, 0)) as tmp:
+        shutil.copyfile(settings.init, tmp)
+    write_json(os.path.join(run, "run.json"), mine)
+    return 1
+
+
+@contextlib.contextmanager
+def run_environment(run_dir: str):
+    """FLWR_HOME and RAY_TMPDIR inside RUN, telemetry and update checks off; restored after."""
+    keys = ["FLWR_HOME", "RAY_TMPDIR", "PYTHONPATH", *QUIET_ENV]
+    saved = {k: os.environ.get(k) for k in keys}
+    home = os.path.join(os.path.abspath(run_dir), "flwr-home")
+    ray_dir = os.path.join(os.path.abspath(run_dir), "ray")
+    os.makedirs(home, exist_ok=True)
+    os.makedirs(ray_dir, exist_ok=True)
+    link_dir = None
+    ray_tmp = ray_dir
+    if len(ray_dir) > MAX_RAY_TMPDIR:
+        link_dir = tempfile.mkdtemp(prefix="asrpriv-fl-", dir="/tmp" if os.path.isdir("/tmp") else None)
+        ray_tmp = os.path.join(link_dir, "r")
+        os.symlink(ray_dir, ray_tmp)
+    os.environ.update(QUIET_ENV)
+    os.environ["FLWR_HOME"] = home
+    os.environ["RAY_TMPDIR"] = ray_tmp
+    try:
+        yield ray_tmp
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+        if link_dir is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(ray_tmp)
+                os.rmdir(link_dir)
+
+
+def simulate(settings, *, workers: int = 1, cpus_per_client: float = 1.0,
+             gpus_per_client: float = 0.0, resume: bool = False, talk=lambda s: None,
+             verbose: bool = False) -> SimulationResult:
+    """Run ``settings.rounds`` rounds on Flower's simulation engine; see the module doc.
+
+    Args:
+        workers: CPUs Ray may use (``ray.init(num_cpus=...)``); clients run
+            ``workers / cpus_per_client`` at a time.
+        cpus_per_client, gpus_per_client: Flower's ``client_resources``.
+    """
+    check_settings(settings)
+    population = population_of(settings)
+    first = prepare_run_dir(settings, resume)
+    started = time.monotonic()
+    result = SimulationResult()
+    with run_environment(settings.run_dir) as ray_tmp:
+        import logging
+
+        import flwr  # noqa: F401  (after the environment is set)
+        from flwr.simulation import run_simulation
+
+        from asrpriv_flower.client_app import make_client_app
+        from asrpriv_flower.server_app import make_server_app
+
+        result.ray_tmpdir = ray_tmp
+        flwr_logger = logging.getLogger("flwr")
+        level = flwr_logger.level
+        flwr_logger.setLevel(logging.INFO if verbose else logging.ERROR)
+        holder: dict = {}
+        backend = {"init_args": {"num_cpus": max(1, int(workers)),
+                                 "logging_level": "INFO" if verbose else "ERROR",
+                                 "log_to_driver": bool(verbose)},
+                   "client_resources": {"num_cpus": float(cpus_per_client),
+                                        "num_gpus": float(gpus_per_client)}}
+        try:
+            run_simulation(make_server_app(settings, population, first, talk, holder),
+                           make_client_app(), num_supernodes=len(population),
+                           backend_config=backend, verbose_logging=verbose)
+        finally:
+            flwr_logger.setLevel(level)
+            import ray
+
+            if ray.is_initialized():
+                ray.shutdown()
+    strategy = holder.get("strategy")
+    result.rounds = strategy.reports if strategy else []
+    from asrpriv_flower.strategy import model_path
+
+    result.final_model = model_path(settings.run_dir, last_round(settings.run_dir))
+    result.seconds = time.monotonic() - started
+    return result
