@@ -6,7 +6,8 @@ adaptation data with :func:`asrpriv.federated.client.client_update` (the trainin
 confidence losses and ``--clip`` of ``finetune-lm --by-client``), reply with the delta
 ``init - new`` and the delta file's metadata (:mod:`asrpriv_flower.records`).
 
-``query``: say which client this node is: ``node_config["client"]`` on a deployed SuperNode
+``query``: (also imports torch and the training code, so that a worker's start-up is not
+charged to round 1's timeout) say which client this node is: ``node_config["client"]`` on a deployed SuperNode
 (``flower-supernode --node-config 'client="ES2002a"'``), else the simulation's
 ``partition-id`` (the server maps it to its sorted client list).
 
@@ -128,6 +129,9 @@ def train_message(msg, context):
 def query_message(msg, context):
     """Handle a ``query`` message: this node's client id or partition id."""
     from flwr.app import ConfigRecord, Message, RecordDict
+
+    import asrpriv.federated.client  # noqa: F401  warm-up: torch and the training loop are
+    import asrpriv.nnlm.train  # noqa: F401  imported before round 1's clock starts
 
     node = context.node_config
     answer = {"partition-id": int(node.get("partition-id", -1))}

@@ -199,7 +199,7 @@ def simulate(settings, *, workers: int = 1, cpus_per_client: float = 1.0,
         result.ray_tmpdir = ray_tmp
         flwr_logger = logging.getLogger("flwr")
         level = flwr_logger.level
-        flwr_logger.setLevel(logging.INFO if verbose else logging.ERROR)
+        flwr_logger.setLevel(logging.INFO if verbose else logging.CRITICAL)
         holder: dict = {}
         backend = {"init_args": {"num_cpus": max(1, int(workers)),
                                  "logging_level": "INFO" if verbose else "ERROR",

@@ -82,7 +82,7 @@ class FlSettings:
     device: str = "cpu"
     round_timeout: float | None = None
     save_deltas: bool = False
-    #: tests only: client id -> "raise" or "sleep:SECONDS" (sent in that client's message)
+    #: tests only: "client" or "client@round" -> "raise" or "sleep:SECONDS" (sent in its message)
     test_faults: dict = field(default_factory=dict)
 
     def dp(self):
@@ -210,8 +210,9 @@ class AsrprivStrategy(Strategy):
         messages = []
         for name in self.cohort:
             cfg = dict(common, client=name)
-            if name in s.test_faults:
-                cfg["test-fault"] = s.test_faults[name]
+            fault = s.test_faults.get(f"{name}@{t}", s.test_faults.get(name))
+            if fault:
+                cfg["test-fault"] = fault
             node = self.node_of[name]
             self.sent[node] = name
             messages.append(Message(RecordDict({"model": model, "config": ConfigRecord(cfg)}),
@@ -270,8 +271,7 @@ class AsrprivStrategy(Strategy):
                 break
             try:
                 report = run_round(model_path(s.run_dir, t - 1), [], out, s.server, s.hparams,
-                                   state, dp, noise_seed, s.allow_seeded, deltas=deltas,
-                                   round_info={"engine": "flower"})
+                                   state, dp, noise_seed, s.allow_seeded, deltas=deltas)
                 break
             except InputError as err:
                 if err.path not in labels:
@@ -296,7 +296,7 @@ class AsrprivStrategy(Strategy):
             "words": report.total_weight if report else 0.0,
             "denominator": report.denominator if report else None,
             "noise_std": report.noise_std if report else 0.0,
-            "release": report.release.id if report and report.release else None,
+            "release": report.release.release_id if report and report.release else None,
             "fingerprint": report.fingerprint if report else None,
             "seconds": round(time.monotonic() - self.started, 3),
         }

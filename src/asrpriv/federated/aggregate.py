@@ -296,8 +296,7 @@ def run_round(model_path: str, delta_args: list[str], output: str, server: str,
               hparams: dict, state_path: str | None, dp: DpSettings | None = None,
               seed: int | None = None, allow_seeded: bool = False,
               aggregate_out: str | None = None, progress=None,
-              deltas: list[tuple[str, dict]] | None = None,
-              round_info: dict | None = None) -> RoundReport:
+              deltas: list[tuple[str, dict]] | None = None) -> RoundReport:
     """Read the model and the deltas, compute Delta_t, apply the server optimizer, write.
 
     Args:
@@ -308,7 +307,6 @@ def run_round(model_path: str, delta_args: list[str], output: str, server: str,
             Flower app's path; checked exactly like files, summed in the given order). May be
             empty only with noise (``dp.noise_multiplier > 0``): the round then releases the
             noise alone, S = 0 (an empty cohort is a possible outcome of Poisson sampling).
-        round_info: extra public keys for the new model's ``federated_round``.
         output: the new model file (atomic).
         server: "fedavg" or "fedadam"; hparams: lr, beta1, beta2, eps (None = default).
         state_path: the server state file (required for FedAdam; created when absent).
@@ -474,7 +472,6 @@ def run_round(model_path: str, delta_args: list[str], output: str, server: str,
         round_meta.update({"noise_multiplier": float(z), "clip_l2": float(dp.clip),
                            "denominator": float(dp.denominator),
                            "weight_cap": dp.weight_cap, "sample_rate": dp.sample_rate})
-    round_meta.update(round_info or {})
     save_model(output, new_state, ref.vocab, ref.config, federated_round=round_meta, **extra)
     if state_path:
         write_state(state_path, ServerState(server, t, report.fingerprint, hp, m_new, v_new))

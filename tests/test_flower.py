@@ -1,0 +1,241 @@
+"""asrpriv's federated rounds on Flower's simulation engine (Ray) give the shell recipe's numbers.
+
+Two simulations (Ray starts once per simulation, ~5-10 s here), 4 virtual clients, a tiny
+Transformer trained here on AMI text:
+
+* no noise, FedAdam, 3 rounds, seeded Poisson sampling (q 0.7), through ``asrpriv
+  fl-simulate``: every round's cohort, delta, model and server state are byte-identical to
+  ``sample-clients`` + ``finetune-lm --by-client`` + ``aggregate --server fedadam --state``
+  (tolerance: none -- the same library calls on the same float32 tensors, one thread);
+* DP (z 1.0, clip, fixed denominator, seeded noise), 2 rounds, one client raising in every
+  round and one sleeping past the round timeout in round 2: those are dropped and recorded,
+  the others give the same tensors, noise std and privacy history as ``aggregate`` on the
+  contributing clients' deltas (release ids are random, so files differ in those bytes only).
+
+Without flwr the Flower tests are skipped (the reason says how to install it); the import
+checks run anyway.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+import torch
+
+from conftest import AMI, run_cli
+
+from asrpriv.federated.sampling import poisson_sample
+from asrpriv.nnlm import modelfile
+
+CLIENTS = ["ES2002a", "ES2002b", "ES2002c", "ES2002d"]
+SRC = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "src")
+
+
+def need_flower():
+    pytest.importorskip("flwr", reason="flwr is not installed: pip install 'asrpriv[flower]'")
+    pytest.importorskip("ray", reason="ray is not installed: pip install 'asrpriv[flower]'")
+
+
+def ok(result):
+    assert result.exit_code == 0, result.stderr
+    return result
+
+
+def state_of(path):
+    return modelfile.read_model_file(str(path))["state_dict"]
+
+
+def history_without_ids(path):
+    text = modelfile.read_model_file(str(path)).get("privacy_history")
+    obj = json.loads(text)
+    for release in obj["releases"]:
+        release.pop("id")
+    return obj
+
+
+def leftover_processes(marker: str) -> list[str]:
+    """Processes whose command line names ``marker`` (Ray's session directory of a run)."""
+    out = subprocess.run(["ps", "-eo", "pid,stat,args"], capture_output=True, text=True).stdout
+    return [line for line in out.splitlines()[1:]
+            if marker in line and " Z" not in line and "ps -eo" not in line]
+
+
+@pytest.fixture(scope="module")
+def work(tmp_path_factory):
+    """base.pt (tiny Transformer) and adapt.tsv: rank-1 rows of 4 adaptation clients."""
+    d = tmp_path_factory.mktemp("flower")
+    with open(AMI / "train_text", encoding="utf-8") as f:
+        (d / "train_text").write_text("".join(next(f) for _ in range(1200)), encoding="utf-8")
+    ok(run_cli(["finetune-lm", "--ids", "--train", str(d / "train_text"), "-o", str(d / "base.pt"),
+                "--emb-dim", "16", "--ffn-dim", "32", "--layers", "1", "--heads", "2",
+                "--epochs", "1", "--seed", "1", "-q"]))
+    keep = {"ES2002a": 10, "ES2002b": 8, "ES2002c": 6, "ES2002d": 7}
+    lines = (AMI / "adapt" / "nbest.tsv").read_text(encoding="utf-8").splitlines()
+    rows = [lines[0]]
+    for line in lines[1:]:
+        fields = line.split("\t")
+        if fields[1] in keep and fields[2] == "1" and keep[fields[1]] > 0:
+            keep[fields[1]] -= 1
+            rows.append(line)
+    (d / "adapt.tsv").write_text("\n".join(rows) + "\n", encoding="utf-8")
+    (d / "clients.txt").write_text("".join(c + "\n" for c in CLIENTS), encoding="utf-8")
+    return d
+
+
+def shell_round(work, d, t, cohort_file, seed, client_args=(), server_args=()):
+    """One round of the shell recipe: finetune-lm --by-client, aggregate --server fedadam."""
+    ok(run_cli(["finetune-lm", "-q", "--init", str(d / f"model-{t - 1}.pt"), "--train",
+                str(work / "adapt.tsv"), "--recipe", "client-001", "--by-client", str(d / f"d{t}"),
+                "--clients", str(cohort_file), "--seed", str(seed), "--threads", "1",
+                *client_args]))
+    ok(run_cli(["aggregate", "-q", "--server", "fedadam", "--model", str(d / f"model-{t - 1}.pt"),
+                "--state", str(d / "state.pt"), "-o", str(d / f"model-{t}.pt"), *server_args,
+                str(d / f"d{t}")]))
+
+
+@pytest.fixture(scope="module")
+def plain_run(work, tmp_path_factory):
+    """3 rounds of fl-simulate, no noise, seeded sampling (q 0.7), deltas kept."""
+    need_flower()
+    run = tmp_path_factory.mktemp("fl") / "run"
+    result = ok(run_cli(["fl-simulate", "--init", str(work / "base.pt"), "--train",
+                         str(work / "adapt.tsv"), "--run-dir", str(run), "--rounds", "3",
+                         "--sample-rate", "0.7", "--sample-seed", "3", "--seed", "7",
+                         "--workers", "2", "--save-deltas"]))
+    return run, result
+
+
+def test_simulation_equals_shell_recipe(work, plain_run, tmp_path):
+    """Same seed, same cohorts, no noise, FedAdam, 3 rounds: byte-identical files."""
+    run, result = plain_run
+    assert result.stdout.strip() == str(run / "model-3.pt")
+    shell = tmp_path / "shell"
+    shell.mkdir()
+    (shell / "model-0.pt").write_bytes((work / "base.pt").read_bytes())
+    for t in (1, 2, 3):
+        cohort = shell / f"c{t}.txt"
+        ok(run_cli(["sample-clients", "-q", "--rate", "0.7", "--round", str(t), "--seed", "3",
+                    str(work / "clients.txt"), "-o", str(cohort)]))
+        assert cohort.read_text() == (run / f"round-{t}" / "clients.txt").read_text()
+        assert cohort.read_text().split() == poisson_sample(CLIENTS, 0.7, t, 3)
+        shell_round(work, shell, t, cohort, 7 * 100000 + t)
+        for name in cohort.read_text().split():  # the deltas that travelled as Flower arrays
+            assert (run / f"round-{t}" / "deltas" / f"{name}.delta.pt").read_bytes() == \
+                (shell / f"d{t}" / f"{name}.delta.pt").read_bytes(), (t, name)
+        assert (run / f"model-{t}.pt").read_bytes() == (shell / f"model-{t}.pt").read_bytes(), t
+        report = json.loads((run / f"round-{t}" / "report.json").read_text())
+        assert report["contributed"] == cohort.read_text().split() and not report["dropped"]
+    assert (run / "state.pt").read_bytes() == (shell / "state.pt").read_bytes()
+    base, final = state_of(work / "base.pt"), state_of(run / "model-3.pt")
+    assert any(not torch.equal(base[k], final[k]) for k in base)  # the rounds did move it
+    # Flower's and Ray's files stayed in the run directory; nothing left running
+    assert (run / "flwr-home").is_dir() and any((run / "ray").iterdir())
+    assert not list(run.rglob("*.tmp"))
+    assert not leftover_processes(str(run / "ray"))
+    assert not leftover_processes("asrpriv-fl-")
+
+
+def test_run_can_be_continued_with_the_cli(work, plain_run, tmp_path):
+    """A round's files are what the CLI steps read: aggregate goes on from model-3 + state."""
+    run, _ = plain_run
+    ok(run_cli(["finetune-lm", "-q", "--init", str(run / "model-3.pt"), "--train",
+                str(work / "adapt.tsv"), "--recipe", "client-001", "--by-client", str(tmp_path / "d"),
+                "--seed", "1", "--threads", "1"]))
+    state = tmp_path / "state.pt"
+    state.write_bytes((run / "state.pt").read_bytes())
+    ok(run_cli(["aggregate", "-q", "--server", "fedadam", "--model", str(run / "model-3.pt"),
+                "--state", str(state), "-o", str(tmp_path / "model-4.pt"), str(tmp_path / "d")]))
+    assert torch.load(str(state), weights_only=True)["t"] == 4
+
+
+def test_dp_failures_dropped_same_noise_and_history(work, tmp_path):
+    """DP + a raising and a late client: dropped, recorded; the rest equals aggregate's round."""
+    need_flower()
+    from asrpriv_flower.simulate import simulate
+    from asrpriv_flower.strategy import FlSettings
+
+    q, z, clip, expected = 0.9, 1.0, 0.5, 3.6
+    cohorts = {t: poisson_sample(CLIENTS, q, t, 5) for t in (1, 2)}
+    raiser = cohorts[1][0]
+    sleeper = next(c for c in cohorts[2] if c != raiser)
+    run = tmp_path / "run"
+    settings = FlSettings(init=str(work / "base.pt"), train=str(work / "adapt.tsv"),
+                          run_dir=str(run), rounds=2, sample_rate=q, sample_seed=5, seed=11,
+                          clip=clip, noise_multiplier=z, expected_clients=expected, noise_seed=13,
+                          allow_seeded=True, round_timeout=4.0,
+                          test_faults={raiser: "raise", f"{sleeper}@2": "sleep:7"})
+    result = simulate(settings, workers=2)
+    assert not leftover_processes(result.ray_tmpdir)
+    assert not list(run.rglob("*.tmp"))
+    assert sorted(os.listdir(run)) == sorted(["flwr-home", "ray", "run.json", "state.pt",
+                                              "model-0.pt", "model-1.pt", "model-2.pt",
+                                              "round-1", "round-2"])
+    shell = tmp_path / "shell"
+    shell.mkdir()
+    (shell / "model-0.pt").write_bytes((work / "base.pt").read_bytes())
+    for t in (1, 2):
+        report = json.loads((run / f"round-{t}" / "report.json").read_text())
+        assert report["sampled"] == cohorts[t]
+        reasons = {d["client"]: d["reason"] for d in report["dropped"]}
+        expect = {raiser} & set(cohorts[t]) | ({sleeper} if t == 2 else set())
+        assert set(reasons) == expect, reasons
+        if raiser in reasons:
+            assert reasons[raiser].startswith("error:") and "injected test fault" in reasons[raiser]
+        if t == 2:
+            assert reasons[sleeper] == "no reply within 4 s"
+        contributed = [c for c in cohorts[t] if c not in expect]
+        assert report["contributed"] == contributed
+        assert report["noise_std"] == pytest.approx(z * clip / expected, rel=1e-12)
+        cohort = shell / f"c{t}.txt"
+        cohort.write_text("".join(c + "\n" for c in contributed), encoding="utf-8")
+        shell_round(work, shell, t, cohort, 11 * 100000 + t, ["--clip", str(clip)],
+                    ["--noise-multiplier", str(z), "--clip", str(clip), "--expected-clients",
+                     str(expected), "--sample-rate", str(q), "--seed", str(13 * 100000 + t),
+                     "--allow-seeded-test-noise"])
+        ours, theirs = state_of(run / f"model-{t}.pt"), state_of(shell / f"model-{t}.pt")
+        for name in ours:
+            assert torch.equal(ours[name], theirs[name]), (t, name)
+        hist = history_without_ids(run / f"model-{t}.pt")
+        assert hist == history_without_ids(shell / f"model-{t}.pt")
+        assert len(hist["releases"]) == t
+        assert hist["releases"][-1]["params"] == {"noise_multiplier": z, "sensitivity_l2": clip,
+                                                  "sample_rate": q, "rounds": 1}
+    eps = [json.loads(ok(run_cli(["privacy-report", str(d / "model-2.pt"), "--delta", "1e-5",
+                                  "--json"])).stdout) for d in (run, shell)]
+    for report in eps:
+        report.pop("file"), report.pop("releases")
+    assert eps[0] == eps[1] and eps[0]["seeded"] is True
+    assert eps[0]["epsilon_rdp"] > 0
+
+
+def test_cli_does_not_import_flower():
+    """import asrpriv, asrpriv.cli and fl-simulate --help leave flwr, ray, asrpriv_flower out."""
+    env = dict(os.environ, PYTHONPATH=SRC)
+    code = ("import sys, asrpriv, asrpriv.cli; from asrpriv.cli import cli; "
+            "print(sorted(m for m in ('flwr', 'ray', 'asrpriv_flower') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+    assert out.returncode == 0 and out.stdout.strip() == "[]", out
+    proc = subprocess.run([sys.executable, "-X", "importtime", "-m", "asrpriv", "fl-simulate",
+                           "--help"], capture_output=True, text=True, env=env)
+    assert proc.returncode == 0 and "--sample-rate" in proc.stdout
+    imported = {line.split("|")[-1].strip().split(".")[0] for line in proc.stderr.splitlines()
+                if line.startswith("import time:")}
+    assert not imported & {"flwr", "ray", "asrpriv_flower", "torch"}, imported
+
+
+def test_missing_flower_is_one_line(tmp_path):
+    """Without flwr: one stderr line naming the extra, exit 2, no run directory."""
+    env = dict(os.environ, PYTHONPATH=SRC)
+    code = ("import sys; sys.modules['flwr'] = None; from asrpriv.cli import main; "
+            "sys.argv = ['asrpriv'] + sys.argv[1:]; main()")
+    proc = subprocess.run([sys.executable, "-c", code, "fl-simulate", "--init", "m.pt", "--train",
+                           "t.tsv", "--run-dir", str(tmp_path / "run"), "--rounds", "1",
+                           "--sample-rate", "0.5"], capture_output=True, text=True, env=env)
+    assert proc.returncode == 2, proc
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and "pip install 'asrpriv[flower]'" in lines[0], proc.stderr
+    assert not (tmp_path / "run").exists()
