@@ -153,7 +153,8 @@ def test_run_can_be_continued_with_the_cli(work, plain_run, tmp_path):
 
 
 def test_dp_failures_dropped_same_noise_and_history(work, tmp_path):
-    """DP + a raising and a late client: dropped, recorded; the rest equals aggregate's round."""
+    """DP + a raising and a late client: dropped, recorded; the rest equals aggregate's round.
+    Round 2 runs as a resumed run (``resume=True``) of the run directory."""
     need_flower()
     from asrpriv_flower.simulate import simulate
     from asrpriv_flower.strategy import FlSettings
@@ -163,13 +164,24 @@ def test_dp_failures_dropped_same_noise_and_history(work, tmp_path):
     raiser = cohorts[1][0]
     sleeper = next(c for c in cohorts[2] if c != raiser)
     run = tmp_path / "run"
-    settings = FlSettings(init=str(work / "base.pt"), train=str(work / "adapt.tsv"),
-                          run_dir=str(run), rounds=2, sample_rate=q, sample_seed=5, seed=11,
+    def settings(rounds):
+        return FlSettings(init=str(work / "base.pt"), train=str(work / "adapt.tsv"),
+                          run_dir=str(run), rounds=rounds, sample_rate=q, sample_seed=5, seed=11,
                           clip=clip, noise_multiplier=z, expected_clients=expected, noise_seed=13,
                           allow_seeded=True, round_timeout=4.0,
-                          test_faults={raiser: "raise", f"{sleeper}@2": "sleep:7"})
-    result = simulate(settings, workers=2)
-    assert not leftover_processes(result.ray_tmpdir)
+                          test_faults={raiser: "raise", f"{sleeper}@2": "sleep:5.5"})
+
+    # round 1, then round 2 as a resumed run (a second Ray session)
+    first = simulate(settings(1), workers=2)
+    assert [r["round"] for r in first.rounds] == [1]
+    from asrpriv.errors import AsrprivError
+
+    with pytest.raises(AsrprivError, match="not empty"):
+        simulate(settings(2), workers=2)
+    result = simulate(settings(2), workers=2, resume=True)
+    assert [r["round"] for r in result.rounds] == [2]
+    assert result.final_model == str(run / "model-2.pt")
+    assert not leftover_processes(first.ray_tmpdir) and not leftover_processes(result.ray_tmpdir)
     assert not list(run.rglob("*.tmp"))
     assert sorted(os.listdir(run)) == sorted(["flwr-home", "ray", "run.json", "state.pt",
                                               "model-0.pt", "model-1.pt", "model-2.pt",
