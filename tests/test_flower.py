@@ -251,3 +251,37 @@ def test_missing_flower_is_one_line(tmp_path):
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and "pip install 'asrpriv[flower]'" in lines[0], proc.stderr
     assert not (tmp_path / "run").exists()
+
+
+def test_flowers_fedadam_is_not_papers():
+    """Why our own Strategy: on the same first round, Flower 1.41's FedAdam moves a coordinate
+    by 0.0744 x eta (tau outside the root, bias correction with t = round + 1 folded into the
+    step), paper 001's FedAdam (ours) by lr x sign(Delta) = 0.1 (hand-worked: m_hat = Delta,
+    v_hat = Delta^2)."""
+    need_flower()
+    import numpy as np
+    from flwr.app import Array, ArrayRecord, ConfigRecord, Message, MetricRecord, RecordDict
+    from flwr.serverapp.strategy import FedAdam
+    from flwr.supercore.task_identity import TaskIdentity
+
+    from asrpriv.federated.server import fedadam_step
+
+    if TaskIdentity._run_id is None:  # outside a run (as run_simulation sets them)
+        TaskIdentity.task_id, TaskIdentity.run_id, TaskIdentity.node_id = 1, 1, 0
+
+    theta = np.array([1.0, -2.0, 0.5], dtype=np.float32)
+    delta = np.array([0.3, -0.01, 2.0], dtype=np.float32)  # ours: init - new
+    flower = FedAdam(eta=0.1, beta_1=0.9, beta_2=0.999, tau=1e-9)
+    flower.current_arrays = {"w": theta.astype(np.float64)}
+    asked = Message(RecordDict({"config": ConfigRecord({})}), dst_node_id=1, message_type="train")
+    reply = Message(RecordDict({"arrays": ArrayRecord({"w": Array(theta - delta)}),
+                                "metrics": MetricRecord({"num-examples": 1})}), reply_to=asked)
+    arrays, _ = flower.aggregate_train(1, [reply])
+    flower_step = arrays["w"].numpy() - theta
+    ours, _, _ = fedadam_step(torch.from_numpy(theta), torch.from_numpy(delta),
+                              torch.zeros(3), torch.zeros(3), 1, 0.1, 0.9, 0.999, 1e-8)
+    our_step = ours.numpy() - theta
+    np.testing.assert_allclose(our_step, -0.1 * np.sign(delta), rtol=1e-3)
+    factor = np.sqrt(1 - 0.999 ** 2) / (1 - 0.9 ** 2) * 0.1 / np.sqrt(0.001)
+    np.testing.assert_allclose(flower_step, -0.1 * factor * np.sign(delta), rtol=1e-4)
+    assert abs(factor - 0.744) < 1e-3
