@@ -285,3 +285,33 @@ def test_flowers_fedadam_is_not_papers():
     factor = np.sqrt(1 - 0.999 ** 2) / (1 - 0.9 ** 2) * 0.1 / np.sqrt(0.001)
     np.testing.assert_allclose(flower_step, -0.1 * factor * np.sign(delta), rtol=1e-4)
     assert abs(factor - 0.744) < 1e-3
+
+
+def test_round_without_contributions(work, tmp_path):
+    """run_round with no delta in memory (everyone dropped, or an empty Poisson cohort): with
+    noise the noise alone is released, Delta_t = N(0, (zC)^2) / D (FedAvg lr 1: new = theta -
+    Delta_t, checked against gaussian.add_gaussian_noise with the same seed); without DP it is
+    refused (the Flower strategy then carries the model over)."""
+    from asrpriv.errors import AsrprivError
+    from asrpriv.federated import gaussian
+    from asrpriv.federated.aggregate import DpSettings, run_round
+
+    z, clip, expected = 2.0, 0.5, 4.0
+    out = tmp_path / "m1.pt"
+    report = run_round(str(work / "base.pt"), [], str(out), "fedavg", {}, None,
+                       DpSettings(z, clip, expected, None, None, 0.5), seed=3,
+                       allow_seeded=True, deltas=[])
+    assert report.deltas == 0 and report.noise_std == z * clip / expected
+    base = state_of(work / "base.pt")
+    noise = {k: torch.zeros(v.shape, dtype=torch.float64) for k, v in base.items()
+             if v.is_floating_point()}
+    gaussian.add_gaussian_noise(noise, z * clip, gaussian.NoiseSource(3))
+    new = state_of(out)
+    for name, value in noise.items():
+        expect = (base[name].double() - (value / expected).to(base[name].dtype).double())
+        assert torch.equal(new[name], expect.to(base[name].dtype)), name
+    assert len(history_without_ids(out)["releases"]) == 1
+    with pytest.raises(AsrprivError, match="no delta"):
+        run_round(str(work / "base.pt"), [], str(tmp_path / "m2.pt"), "fedavg", {}, None,
+                  None, deltas=[])
+    assert not (tmp_path / "m2.pt").exists()
