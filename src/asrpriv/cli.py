@@ -28,6 +28,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
                   "Marginal adaptation factors from unigram counts."),
     "score-wer": ("asrpriv.commands.score_wer:score_wer",
                   "WER, per-speaker tables and MAPSSWE significance (sclite-compatible)."),
+    "fl-simulate": ("asrpriv.commands.fl_simulate:fl_simulate",
+                    "Federated rounds on Flower's simulation engine with asrpriv's client/server code."),
     "finetune-lm": ("asrpriv.commands.finetune_lm:finetune_lm",
                     "Train or fine-tune a word-level neural LM; write model and delta."),
     "perplexity": ("asrpriv.commands.perplexity:perplexity",
