@@ -42,6 +42,7 @@ class RunSettings:
     noise_multiplier: float | None = None
     expected_clients: float | None = None
     noise_seed: int | None = None
+    client_timeout: float | None = None  # seconds a round waits for its clients (None: all)
     fail_clients: list = field(default_factory=list)  # tests: these clients raise
 
     def save(self, path: str) -> None:
@@ -155,7 +156,8 @@ def run_rounds(grid: Grid, s: RunSettings) -> None:
                                    "train": s.train, "fail_clients": json.dumps(s.fail_clients)})
             messages.append(Message(content=RecordDict({"arrays": arrays, "config": config}),
                                     message_type="train", dst_node_id=nodes[i % len(nodes)]))
-        replies = list(grid.send_and_receive(messages)) if messages else []
+        replies = (list(grid.send_and_receive(messages, timeout=s.client_timeout))
+                   if messages else [])  # a client past the timeout is dropped like a failure
         answered = set()
         vocab, config = modelfile.vocab_and_config(payload, model_path)
         deltas = []

@@ -33,11 +33,14 @@ from asrpriv.options import FiniteFloat, common_options, info
               help="Virtual Flower nodes (workers) that run the client updates.")
 @click.option("--out", "out_dir", required=True, metavar="DIR",
               help="Run directory: round_T/ (deltas, model.pt, clients.txt, failed.txt), state.pt.")
+@click.option("--client-timeout", type=FiniteFloat(), default=None, metavar="SECONDS",
+              help="Drop (and list in failed.txt) the clients that have not answered a round "
+                   "after this long. Default: wait for all.")
 @click.option("--fail-client", "fail_clients", multiple=True, hidden=True)
 @common_options
 def fl_simulate(init_path, train_path, rounds, sample_rate, server, server_lr, clip,
                 noise_multiplier, expected_clients, seed, noise_seed, num_supernodes, out_dir,
-                fail_clients):
+                client_timeout, fail_clients):
     """Run federated rounds on Flower's simulation engine (Ray) with asrpriv's own client and
     server code: the same numbers as 'sample-clients | finetune-lm --by-client | aggregate'.
 
@@ -69,7 +72,7 @@ def fl_simulate(init_path, train_path, rounds, sample_rate, server, server_lr, c
     hparams = {"lr": server_lr} if server_lr is not None else {}
     settings = RunSettings(os.path.abspath(init_path), os.path.abspath(train_path), out_dir,
                            rounds, sample_rate, server, hparams, seed, clip, noise_multiplier,
-                           expected_clients, noise_seed, list(fail_clients))
+                           expected_clients, noise_seed, client_timeout, list(fail_clients))
     settings_path = os.path.join(out_dir, "settings.json")
     settings.save(settings_path)
     os.environ["ASRPRIV_FL_SETTINGS"] = settings_path
