@@ -89,6 +89,11 @@ def test_three_rounds_equal_the_shell_recipe(setup, tmp_path):
     assert (run / "round_3" / "model.pt").read_bytes() == model.read_bytes()
     assert (run / "state.pt").read_bytes() == (shell / "state.pt").read_bytes()
     assert (run / "round_3" / "failed.txt").read_text() == ""
+    import time
+
+    deadline = time.monotonic() + 30  # Ray's processes exit asynchronously after shutdown
+    while set(_raylets()) - before and time.monotonic() < deadline:
+        time.sleep(0.5)
     assert not set(_raylets()) - before, "Ray processes left behind"
 
 

@@ -84,6 +84,10 @@ def fl_simulate(init_path, train_path, rounds, sample_rate, server, server_lr, c
                                        "init_args": {"num_cpus": min(2, os.cpu_count() or 1),
                                                      "include_dashboard": False}})
     finally:
+        import ray
+
+        if ray.is_initialized():
+            ray.shutdown()
         shutil.rmtree(ray_tmp, ignore_errors=True)
     final = os.path.join(out_dir, f"round_{rounds}", "model.pt")
     if not os.path.exists(final):
