@@ -276,3 +276,29 @@ def test_clipped_step_equals_clip_grad_norm_then_step(optimizer, max_norm):
     assert moved > 0
     if optimizer == "sgd" and max_norm == 1e-3:
         assert moved == pytest.approx(0.5 * 1e-3, rel=1e-3)  # lr x the clipped norm
+
+
+def test_vocab_word_list_and_arpa(tmp_path, text):
+    """--vocab fixes the vocabulary: a word list (file order) or an ARPA's 1-grams; training
+    words outside it become <unk>; with --init it is refused."""
+    words = tmp_path / "words.txt"
+    words.write_text("dog\ncat 12\n\n<unk>\nzebra\ndog\n")
+    out = tmp_path / "v.pt"
+    res = run_cli(["finetune-lm", "--train", str(text), "-o", str(out), "--epochs", "1", "-s", "1",
+                   "--vocab", str(words), *TINY])
+    assert res.exit_code == 0, res.stderr
+    assert modelfile.read_model_file(str(out))["vocab"] == ["<unk>", "<s>", "</s>", "dog", "cat", "zebra"]
+    arpa = tmp_path / "lm.arpa"
+    arpa.write_text("\\data\\\nngram 1=5\nngram 2=1\n\n\\1-grams:\n-1.0\t<s>\t-0.3\n-0.5\t</s>\n"
+                    "-0.7\tfish\t-0.2\n-0.9\tthe\n-2.0\t<unk>\n\n\\2-grams:\n-0.1\tthe fish\n\n\\end\\\n")
+    res = run_cli(["finetune-lm", "--train", str(text), "-o", str(out), "--epochs", "1", "-s", "1",
+                   "--vocab", str(arpa), *TINY])
+    assert res.exit_code == 0, res.stderr
+    assert modelfile.read_model_file(str(out))["vocab"] == ["<unk>", "<s>", "</s>", "fish", "the"]
+    empty = tmp_path / "empty.txt"
+    empty.write_text("\n<s>\n")
+    res = run_cli(["finetune-lm", "--train", str(text), "-o", str(tmp_path / "e.pt"), "--vocab", str(empty), *TINY])
+    assert res.exit_code == 2 and len(res.stderr.splitlines()) == 1 and "empty.txt" in res.stderr
+    res = run_cli(["finetune-lm", "--init", str(out), "--train", str(text), "-o", str(tmp_path / "i.pt"),
+                   "--vocab", str(words)])
+    assert res.exit_code == 2 and "--vocab" in res.stderr

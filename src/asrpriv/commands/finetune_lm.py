@@ -42,6 +42,10 @@ from asrpriv.options import FiniteFloat, check_output_path, common_options, seed
               show_default=True, help="Architecture of a new model.")
 @click.option("--vocab-size", type=click.IntRange(min=0), default=0, show_default=True,
               help="New model: keep at most this many words, specials included (0 = no limit).")
+@click.option("--vocab", "vocab_path", default=None, metavar="FILE",
+              help="New model: exactly these words (one a line, first field; an ARPA file's "
+                   "1-grams) plus <unk> <s> </s>; --vocab-size/--min-count are then ignored. "
+                   "Gives an NNLM the vocabulary of an n-gram LM it is mixed or compared with.")
 @click.option("--min-count", type=click.IntRange(min=1), default=2, show_default=True,
               help="New model: words seen fewer times become <unk> (so <unk> is trained).")
 @click.option("--emb-dim", type=click.IntRange(min=1), default=None,
@@ -91,7 +95,7 @@ from asrpriv.options import FiniteFloat, check_output_path, common_options, seed
 @seed_option("Seed for initialisation, batch order and dropout (bit-for-bit repeatable on CPU).")
 @common_options
 def finetune_lm(train_path, valid_path, ids, output, init_path, delta_out, by_client, utt2client,
-                clients_path, clip, device, arch, vocab_size,
+                clients_path, clip, device, arch, vocab_size, vocab_path,
                 min_count, emb_dim, ffn_dim, heads, hidden_dim, layers, dropout, tie_embeddings,
                 recipe, optimizer, lr, epochs, batch_size, batch_by, loss_norm, max_grad_norm, confidence,
                 train_only, lr_decay, patience, max_words, threads, seed):
@@ -116,7 +120,7 @@ def finetune_lm(train_path, valid_path, ids, output, init_path, delta_out, by_cl
 
     request = FinetuneRequest(
         train_path=train_path, valid_path=valid_path, ids=ids, output=output, init_path=init_path,
-        delta_out=delta_out, arch=arch, vocab_size=vocab_size, min_count=min_count,
+        delta_out=delta_out, arch=arch, vocab_size=vocab_size, min_count=min_count, vocab_path=vocab_path,
         model_options={"emb_dim": emb_dim, "ffn_dim": ffn_dim, "heads": heads,
                        "hidden_dim": hidden_dim, "layers": layers, "dropout": dropout,
                        "tie_embeddings": tie_embeddings},

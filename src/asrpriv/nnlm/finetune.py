@@ -28,6 +28,7 @@ class FinetuneRequest:
     arch: str = "transformer"
     vocab_size: int = 0
     min_count: int = 2
+    vocab_path: str | None = None
     model_options: dict = field(default_factory=dict)
     recipe: str = "server"
     overrides: dict = field(default_factory=dict)
@@ -117,7 +118,12 @@ def run_finetune(req: FinetuneRequest, progress: Callable[[], object] | None = N
         init = client.load_init(req.init_path, req.device)
         model, vocab, config = init.model, init.vocab, init.config
     else:
-        vocab = train.vocab_from_sentences(corpus.sentences, req.vocab_size or None, req.min_count)
+        if req.vocab_path:
+            from asrpriv.nnlm.vocab import read_word_list
+
+            vocab = read_word_list(req.vocab_path)
+        else:
+            vocab = train.vocab_from_sentences(corpus.sentences, req.vocab_size or None, req.min_count)
         try:
             model, config = train.new_model(req.arch, vocab, seed=req.seed, **req.model_options)
         except ValueError as err:
@@ -188,5 +194,7 @@ def run_finetune(req: FinetuneRequest, progress: Callable[[], object] | None = N
 def check_init_options(req: FinetuneRequest) -> None:
     """--init keeps the model's shape: refuse architecture options (AsrprivError)."""
     given = {k: v for k, v in req.model_options.items() if v is not None}
+    if req.vocab_path:
+        given["vocab"] = req.vocab_path
     if given:
         raise AsrprivError(f"--init keeps the model's shape; drop {', '.join('--' + k.replace('_', '-') for k in given)}")

@@ -79,3 +79,46 @@ def build_vocabulary(counts: Counter | dict[str, int], vocab_size: int | None = 
             raise ValueError(f"vocabulary size must be at least {len(SPECIALS) + 1}")
         kept = kept[:vocab_size - len(SPECIALS)]
     return Vocabulary(list(SPECIALS) + [w for w, _ in kept])
+
+
+def read_word_list(path: str) -> Vocabulary:
+    """A fixed vocabulary from a file: one word a line (its first field), or an ARPA file's
+    1-grams; specials first, then the words in file order (duplicates and specials dropped).
+
+    An empty list, or an ARPA file without a 1-gram section, is an InputError.
+    """
+    from asrpriv.errors import InputError
+
+    words: dict[str, None] = {}
+    try:
+        with open(path, encoding="utf-8") as stream:
+            first = ""
+            for line in stream:
+                if line.strip():
+                    first = line.strip()
+                    break
+            if first == "\\data\\":
+                section = False
+                for line in stream:
+                    line = line.strip()
+                    if line.startswith("\\"):
+                        if section:
+                            break
+                        section = line == "\\1-grams:"
+                    elif section and line:
+                        fields = line.split()
+                        if len(fields) < 2:
+                            raise InputError(path, None, f"bad 1-gram line {line!r}")
+                        words[fields[1]] = None
+            else:
+                if first:
+                    words[first.split()[0]] = None
+                for line in stream:
+                    if line.strip():
+                        words[line.split()[0]] = None
+    except UnicodeDecodeError:
+        raise InputError(path, None, "not UTF-8 text") from None
+    kept = [w for w in words if w not in SPECIALS]
+    if not kept:
+        raise InputError(path, None, "no words: expected one word a line or an ARPA file")
+    return Vocabulary(list(SPECIALS) + kept)
