@@ -83,6 +83,36 @@ def test_columns_order_and_formula(nbest, model_path):
     assert changed > 0  # the NNLM changed some decisions
 
 
+def test_unk_penalty_per_oov_word(nbest, model_path, tmp_path):
+    """--unk-penalty P: the NNLM score drops by P per hypothesis word outside the model's
+    vocabulary (hypotheses with two made-up words lose 2P), and the ranking follows."""
+    from asrpriv.nnlm.modelfile import read_model_file
+
+    vocab = set(read_model_file(str(model_path))["vocab"])
+    lines = nbest.read_text().splitlines()
+    cols = lines[0].split("\t")
+    text = cols.index("text")
+    rows = []
+    for i, line in enumerate(lines[1:]):
+        f = line.split("\t")
+        if i % 3 == 0:
+            f[text] = f[text] + " zzqxv qqzzx"
+        rows.append("\t".join(f))
+    src = tmp_path / "oov.tsv"
+    src.write_text("\n".join([lines[0], *rows]) + "\n")
+    _h, plain = read_tsv(_run([str(src), "--nnlm", str(model_path)]))
+    _h, pen = read_tsv(_run([str(src), "--nnlm", str(model_path), "--unk-penalty", "2.5"]))
+    by_key = {(r["utt_id"], r["note"]): r for r in plain}
+    moved = 0
+    for r in pen:
+        oov = sum(w not in vocab for w in r["text"].split())
+        base = by_key[(r["utt_id"], r["note"])]
+        assert float(r["nnlm_score"]) == pytest.approx(float(base["nnlm_score"]) - 2.5 * oov, abs=2e-4)
+        moved += oov >= 2
+    assert moved > 0
+    assert _cli([str(src), "--ngram", str(BIGRAM), "--unk-penalty", "1"]).returncode == 2
+
+
 def test_nnlm_column_equals_library(nbest, model_path):
     from asrpriv.nnlm.modelfile import load_model
     from asrpriv.nnlm.score import sentence_logprobs

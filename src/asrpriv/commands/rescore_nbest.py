@@ -88,6 +88,12 @@ Weights from tune-weights: --weights FILE; options given on the command line win
 @click.option("--max-words", type=click.IntRange(min=1), default=1000, show_default=True,
               help="With --nnlm: refuse (FILE:LINE) a hypothesis longer than this many words "
                    "(Transformer attention costs memory and time quadratic in its length).")
+@click.option("--unk-penalty", type=FiniteFloat(min=0.0), default=0.0, show_default=True, metavar="NATS",
+              help="With --nnlm: subtract NATS from the NNLM score per hypothesis word outside its "
+                   "vocabulary. Such a word is scored as <unk>, whose probability is the mass of "
+                   "every unknown word; ln K spreads it evenly over K candidate words (Kaldi's RNNLM "
+                   "rescoring has the same knob). Without it an NNLM whose <unk> was trained up "
+                   "(e.g. by adapting on text with new words) prefers hypotheses with OOV words.")
 @click.option("--chunk-utts", type=click.IntRange(min=1), default=256, show_default=True,
               help="Utterances read and scored together (bounds memory).")
 @output_option
@@ -96,7 +102,7 @@ Weights from tune-weights: --weights FILE; options given on the command line win
 def rescore_nbest(ctx: click.Context, inputs, nnlm, ngram, class_files, ngram_weights, factors_file, factors_dir,
                   missing_factors,
                   unnormalized, lm_weight, nnlm_weight, word_penalty, weights_file, reuse_scores, best,
-                  device, threads, batch_tokens, max_words, chunk_utts, output) -> None:
+                  device, threads, batch_tokens, max_words, unk_penalty, chunk_utts, output) -> None:
     from asrpriv.errors import AsrprivError
     from asrpriv.io.output import open_output
     from asrpriv.options import info, is_verbose
@@ -170,7 +176,7 @@ def rescore_nbest(ctx: click.Context, inputs, nnlm, ngram, class_files, ngram_we
                 or ctx.get_parameter_source("lm_weight") == ParameterSource.COMMANDLINE)
     rescorer = Rescorer(weights, nnlm_scorer, ngram_scorer, factors, reuse_scores=reuse_scores,
                         best=best, chunk_utts=chunk_utts, max_words=max_words,
-                        rank_only_ok=explicit)
+                        rank_only_ok=explicit, unk_penalty=unk_penalty)
     with Progress("utt") as progress, open_output(output) as out:
         stats = rescorer.run(inputs, out, progress)
     if rescorer.layout is not None and is_verbose():

@@ -139,11 +139,13 @@ class Rescorer:
         max_words: with an NNLM, a longer hypothesis is an InputError (FILE:LINE).
         best: write Kaldi text of each utterance's best hypothesis instead of the TSV.
         chunk_utts: utterances scored together.
+        unk_penalty: nats subtracted from the NNLM score per word outside its vocabulary.
     """
 
     def __init__(self, weights: Weights, nnlm=None, ngram=None, factors=None,
                  reuse_scores: bool = False, best: bool = False, chunk_utts: int = 256,
-                 max_words: int | None = None, rank_only_ok: bool = True) -> None:
+                 max_words: int | None = None, rank_only_ok: bool = True,
+                 unk_penalty: float = 0.0) -> None:
         if factors is not None and nnlm is None:
             raise AsrprivError("--factors/--factors-dir need --nnlm (FMP factors rescale the neural LM; "
                                "for an n-gram, write an adapted ARPA with fma-adapt)")
@@ -158,6 +160,9 @@ class Rescorer:
         self.stats = Stats()
         self.layout: Layout | None = None
         self.rank_only_ok = rank_only_ok
+        self.unk_penalty = float(unk_penalty)
+        if self.unk_penalty and nnlm is None:
+            raise AsrprivError("--unk-penalty needs --nnlm (it corrects the neural LM's <unk> score)")
 
     def run(self, inputs: Sequence[str], out: IO[str], progress=None) -> Stats:
         """Rescore every input (same header required) into ``out``."""
@@ -223,6 +228,9 @@ class Rescorer:
                     groups.extend([g] * len(utt.hyps))
             units = [u for u, utt in enumerate(chunk) for _ in utt.hyps]
             nn_scores = self.nnlm.score(seqs, groups, vectors, units)
+            if self.unk_penalty:
+                nn_scores = [score - self.unk_penalty * sum(1 for w in h.words if vocab.is_oov(w))
+                             for score, h in zip(nn_scores, hyps)]
         elif layout.nnlm_from:
             i = layout.index[layout.nnlm_from]
             nn_scores = [_float(reader.path, h.lineno, layout.nnlm_from, h.values[i]) for h in hyps]
