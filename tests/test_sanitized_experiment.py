@@ -1,7 +1,8 @@
-"""bin/sanitized-lm-experiment end to end on the bundled AMI data (slow: ~30 s)."""
+"""bin/sanitized-lm-experiment end to end on the bundled AMI data (slow: ~3-4 min, --reduced)."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -12,24 +13,32 @@ from conftest import AMI, ROOT
 
 
 @pytest.mark.slow
-def test_experiment_writes_every_row(tmp_path):
+def test_experiment_writes_every_table(tmp_path):
     shim = tmp_path / "bin"
     shim.mkdir()
     (shim / "asrpriv").write_text(f"#!/bin/sh\nexec {sys.executable} -m asrpriv \"$@\"\n")
     (shim / "asrpriv").chmod(0o755)
     env = dict(os.environ, PATH=f"{shim}:{os.environ['PATH']}", PYTHON=sys.executable,
-               PYTHONPATH=str(ROOT / "src"))
+               PYTHONPATH=str(ROOT / "src"), FRACTIONS="12 20", BETAS="0.25 0.5")
     out = tmp_path / "out"
-    subprocess.run([str(ROOT / "bin" / "sanitized-lm-experiment"), str(AMI), str(out)],
+    subprocess.run([str(ROOT / "bin" / "sanitized-lm-experiment"), "--reduced", str(AMI), str(out)],
                    check=True, env=env, capture_output=True)
-    rows = [l for l in (out / "results.md").read_text().splitlines() if l.startswith("| M")]
-    assert len(rows) == 10  # M1, M2 x original, sanitized, rest, FMA, added
-    assert (out / "M2_sanitized.classes").stat().st_size > 0
-    assert all(row.rstrip(" |").split("|")[-1].strip() for row in rows)  # a MAPSSWE cell each
-    # the adaptation split: 15% of the lines untransformed, the rest sanitized, disjoint
-    adapt = (out / "adapt_text").read_text().splitlines()
-    rest = (out / "rest_sanitized_text").read_text().splitlines()
-    total = len((AMI / "train_text").read_text().splitlines())
-    assert len(adapt) + len(rest) == total and abs(len(adapt) / total - 0.15) < 0.01
-    assert not {l.split()[0] for l in adapt} & {l.split()[0] for l in rest}
-    assert (out / "M1_fma.arpa").read_text().count("#privacy_history") <= 1
+    text = (out / "results.md").read_text()
+    rows = [l for l in text.splitlines() if l.startswith("| M")]
+    # Table 2: 4 kinds x 2; Table 3: 3 FMA kinds x 2 fractions + M4 on the first; Table 4: M1/M2 x 2
+    # + M3/M4 on the first; Table 5: 3 mixtures with EM weights and with the paper's
+    assert len(rows) == 8 + 7 + 6 + 6, text
+    assert all("p=" in row or "(baseline)" in row for row in rows)  # MAPSSWE in every other row
+    split = json.loads((out / "split" / "split.json").read_text())
+    # nested adaptation sets of ~12 and ~20% of T, disjoint from T and from the held-out slice
+    assert 0.11 < split["adapt12"] / split["train"] < 0.15 and 0.19 < split["adapt20"] / split["train"] < 0.23
+    ids = {name: {l.split()[0] for l in (out / "split" / f"{name}.txt").read_text().splitlines()}
+           for name in ("train", "heldout", "adapt12", "adapt20")}
+    assert ids["adapt12"] < ids["adapt20"]
+    assert not ids["train"] & ids["adapt20"] and not ids["heldout"] & (ids["train"] | ids["adapt20"])
+    # the NNLM shares M1's vocabulary, so the mixtures see the same OOVs
+    oov = {json.loads((out / "eval" / f"{n}.ppl.json").read_text())["oov_rate"]
+           for n in ("M1_sanitized", "M3_sanitized", "M4_sanitized")}
+    assert len(oov) == 1
+    weights = json.loads((out / "lm" / "T5_M1+M2+M4.json").read_text())["weights"]
+    assert len(weights) == 3 and abs(sum(weights) - 1) < 1e-9
