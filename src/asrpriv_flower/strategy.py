@@ -116,6 +116,42 @@ def write_json(path: str, value) -> None:
             f.write("\n")
 
 
+def connect_nodes(grid, population: list[str], timeout: float = 120.0) -> dict[str, int]:
+    """Wait for one node per client, ask each which client it holds (``query``): client -> node.
+
+    A node answers with ``node_config["client"]`` (a deployed SuperNode) or its simulation
+    ``partition-id``, an index into the sorted ``population``.
+    """
+    node_of: dict[str, int] = {}
+    deadline = time.monotonic() + timeout
+    while len(nodes := list(grid.get_node_ids())) < len(population):
+        if time.monotonic() > deadline:
+            raise AsrprivError(f"only {len(nodes)} of {len(population)} client nodes "
+                               f"connected within {timeout:g} s")
+        time.sleep(0.05)
+    messages = [Message(RecordDict({"config": ConfigRecord({"ask": "client"})}),
+                        dst_node_id=node, message_type="query") for node in nodes]
+    for reply in grid.send_and_receive(messages, timeout=timeout):
+        if reply.has_error():
+            raise AsrprivError(f"node {reply.metadata.src_node_id} did not say which client "
+                               f"it holds: {reply.error.reason}")
+        answer = reply.content["node"]
+        name = answer.get("client")
+        if name is None:
+            pid = int(answer["partition-id"])
+            if not 0 <= pid < len(population):
+                raise AsrprivError(f"node {reply.metadata.src_node_id}: partition id {pid} is "
+                                   f"out of range (clients: {len(population)})")
+            name = population[pid]
+        if name in node_of:
+            raise AsrprivError(f"client {name!r} is held by two nodes")
+        node_of[str(name)] = reply.metadata.src_node_id
+    missing = [c for c in population if c not in node_of]
+    if missing:
+        raise AsrprivError(f"{len(missing)} client(s) have no node (e.g. {missing[0]!r})")
+    return node_of
+
+
 class AsrprivStrategy(Strategy):
     """Poisson-sampled rounds of paper 001 with asrpriv's aggregation (see the module doc).
 
@@ -142,32 +178,7 @@ class AsrprivStrategy(Strategy):
     # ------------------------------------------------------------------ nodes
     def connect(self, grid, timeout: float = 120.0) -> None:
         """Wait for the nodes, ask each which client it holds (``query``), map client -> node."""
-        deadline = time.monotonic() + timeout
-        while len(nodes := list(grid.get_node_ids())) < len(self.population):
-            if time.monotonic() > deadline:
-                raise AsrprivError(f"only {len(nodes)} of {len(self.population)} client nodes "
-                                   f"connected within {timeout:g} s")
-            time.sleep(0.05)
-        messages = [Message(RecordDict({"config": ConfigRecord({"ask": "client"})}),
-                            dst_node_id=node, message_type="query") for node in nodes]
-        for reply in grid.send_and_receive(messages, timeout=timeout):
-            if reply.has_error():
-                raise AsrprivError(f"node {reply.metadata.src_node_id} did not say which client "
-                                   f"it holds: {reply.error.reason}")
-            answer = reply.content["node"]
-            name = answer.get("client")
-            if name is None:
-                pid = int(answer["partition-id"])
-                if not 0 <= pid < len(self.population):
-                    raise AsrprivError(f"node {reply.metadata.src_node_id}: partition id {pid} is "
-                                       f"out of range (clients: {len(self.population)})")
-                name = self.population[pid]
-            if name in self.node_of:
-                raise AsrprivError(f"client {name!r} is held by two nodes")
-            self.node_of[str(name)] = reply.metadata.src_node_id
-        missing = [c for c in self.population if c not in self.node_of]
-        if missing:
-            raise AsrprivError(f"{len(missing)} client(s) have no node (e.g. {missing[0]!r})")
+        self.node_of = connect_nodes(grid, self.population, timeout)
 
     # ------------------------------------------------------------------ train
     def round_of(self, server_round: int) -> int:

@@ -1,0 +1,365 @@
+"""FMP's rounds (paper 000) on Flower: the second app, by the same steps as ``bin/fmp-experiment``.
+
+The shell recipe's ``fmp_rounds`` (count, aggregate, noise, factors) runs here as messages:
+
+* the server splits the clients' N-best lists into T+1 time-ordered parts (``split-nbest
+  --parts T+1``: part t holds what every client says in round t);
+* round t = 0..T, every client (``train.fmp`` message, carrying the global counts qbar^{t-1}
+  as our counts file's text):
+
+  1. writes the received qbar^{t-1} as ``RUN/clients/C/qbar-(t-1).counts`` and computes its
+     factors (``fma-adapt --background U --global qbar --personal cache --alpha --beta
+     --lambda``; paper 000 Eq. 1-2), if it has a cache;
+  2. rescores its round-t utterances with them (``rescore-nbest --nnlm --weights --factors``);
+  3. t < T: counts their kernel-weighted unigrams (``count-unigrams --sigma``; with DP
+     ``--unit utterance --max-l1 B --partition round<t>``), adds them to its running cache
+     (``aggregate``), and replies with the cache (no DP) or the new counts (DP);
+
+* the server (t < T) writes the replies as ``RUN/round-t/counts/C.counts`` and forms
+  qbar^t: the sum of the caches (000 Eq. 6) without DP; with DP the sum of the round's new
+  counts released by ``add-noise --epsilon E --vocab U`` (discrete Laplace over the whole public
+  vocabulary, sensitivity from the enforced bound) and added to qbar^{t-1} (``aggregate
+  --disjoint``: the rounds' partitions are disjoint, so epsilon composes in parallel).
+
+Every step is the CLI step itself, run in-process (:func:`asrpriv.api._run_step`), so the
+files are those the shell recipe writes. Client state (the cache) lives in ``RUN/clients/C/``:
+a simulated client is stateless between rounds. A client that raises or does not reply in
+time is dropped from the round and listed in ``RUN/round-t/report.json``: without DP its
+cache is missing from that round's sum; with DP its new counts are (the release's sensitivity
+is the bound B whoever contributes). ``RUN/hyp.txt``: every utterance's best hypothesis (Kaldi
+text, round by round), what the recipe scores.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import time
+from dataclasses import asdict, dataclass
+
+from asrpriv.errors import AsrprivError
+
+#: noise seed of round t = base * NOISE_SEED_STRIDE + t (bin/fmp-experiment's rule)
+NOISE_SEED_STRIDE = 1000
+
+
+@dataclass
+class FmpSettings:
+    """The options of ``asrpriv fl-fmp``."""
+
+    nbest: str
+    nnlm: str
+    weights: str
+    background: str
+    run_dir: str
+    rounds: int
+    sigma: float = 5.0
+    alpha: float = 0.5
+    beta: float = 0.25
+    lam: float = 1.0
+    epsilon: float | None = None
+    max_l1: float = 15.0
+    noise_seed: int | None = None
+    allow_seeded: bool = False
+    round_timeout: float | None = None
+    threads: int = 1
+    #: tests only: "client" or "client@round" -> "raise" (sent in its message)
+    test_faults: dict | None = None
+
+
+def step(name: str, args: list[str]) -> None:
+    """Run ``asrpriv NAME ARGS`` in this process (quiet); errors raise AsrprivError."""
+    from asrpriv.api import _run_step
+
+    _run_step(name, ["-q", *args])
+
+
+def client_dir(run: str, client: str) -> str:
+    return os.path.join(run, "clients", client)
+
+
+def part_path(run: str, t: int) -> str:
+    return os.path.join(run, "groups", f"part-{t}.tsv")
+
+
+def read_text(path: str) -> str:
+    with open(path, encoding="utf-8") as f:
+        return f.read()
+
+
+def write_text(path: str, text: str) -> None:
+    from asrpriv.io.output import atomic_path
+
+    with atomic_path(path) as tmp:
+        with open(tmp, "w", encoding="utf-8") as f:
+            f.write(text)
+
+
+def own_rows(part: str, client: str, out: str) -> int:
+    """Write the header and ``client``'s rows of the N-best TSV ``part`` to ``out``; count rows."""
+    n = 0
+    with open(part, encoding="utf-8") as src:
+        header = src.readline()
+        col = header.rstrip("\n").split("\t").index("client")
+        rows = [line for line in src if line.rstrip("\n").split("\t")[col] == client]
+    if rows:
+        write_text(out, header + "".join(rows))
+        n = len(rows)
+    return n
+
+
+# ---------------------------------------------------------------------------- client
+
+def client_round(cfg) -> dict:
+    """One client's round t (see the module doc); returns the reply's fields."""
+    run, name, t, last = cfg["run"], str(cfg["client"]), int(cfg["round"]), int(cfg["last"])
+    if cfg.get("test-fault") == "raise":
+        raise RuntimeError(f"client {name}: injected test fault")
+    home = client_dir(run, name)
+    os.makedirs(home, exist_ok=True)
+    seeded = ["--allow-seeded-test-noise"] if cfg.get("allow-seeded") else []
+    prev_cache = os.path.join(home, f"cache-{t - 1}.counts")
+    factors = []
+    if t > 0 and os.path.exists(prev_cache) and cfg.get("qbar"):
+        qbar = os.path.join(home, f"qbar-{t - 1}.counts")
+        write_text(qbar, str(cfg["qbar"]))
+        personal = ["--personal", prev_cache] if float(cfg["beta"]) != 0 else []
+        out = os.path.join(home, f"factors-{t - 1}.tsv")
+        step("fma-adapt", [*seeded, "--background", cfg["background"], "--global", qbar, *personal,
+                           "--alpha", str(cfg["alpha"]), "--beta", str(cfg["beta"]),
+                           "--lambda", str(cfg["lambda"]), "-o", out])
+        factors = ["--factors", out]
+    mine = os.path.join(home, f"part-{t}.tsv")
+    reply: dict = {"client": name}
+    cache = os.path.join(home, f"cache-{t}.counts")
+    if own_rows(cfg["part"], name, mine):
+        rescored = os.path.join(home, f"rescored-{t}.tsv")
+        step("rescore-nbest", ["--nnlm", cfg["nnlm"], "--weights", cfg["weights"], *factors,
+                               "--threads", str(cfg["threads"]), mine, "-o", rescored])
+        if t < last:
+            dp = []
+            if cfg.get("epsilon"):
+                dp = ["--unit", "utterance", "--max-l1", str(cfg["max-l1"]), "--partition", f"round{t}"]
+            new_dir = os.path.join(home, f"new-{t}")
+            step("count-unigrams", ["--sigma", str(cfg["sigma"]), *dp, "--by-client", new_dir, rescored])
+            new = os.path.join(new_dir, f"{name}.counts")
+            step("aggregate", [new, *([prev_cache] if os.path.exists(prev_cache) else []), "-o", cache])
+            if cfg.get("epsilon"):
+                reply["counts"] = read_text(new)
+    elif t < last and os.path.exists(prev_cache):
+        shutil.copyfile(prev_cache, cache)  # nothing said this round: the cache carries over
+    if t < last and not cfg.get("epsilon") and os.path.exists(cache):
+        reply["counts"] = read_text(cache)
+    return reply
+
+
+def fmp_message(msg, context):
+    """Handle a ``train.fmp`` message: one client's FMP round; reply its counts (or none)."""
+    from flwr.app import ConfigRecord, Message, RecordDict
+
+    reply = client_round(msg.content["config"])
+    return Message(RecordDict({"fmp": ConfigRecord(reply)}), reply_to=msg)
+
+
+# ---------------------------------------------------------------------------- server
+
+def population_of(nbest: str) -> list[str]:
+    """The clients of the N-best TSV's ``client`` column, sorted."""
+    from asrpriv.errors import InputError
+    from asrpriv.federated.by_client import check_client_name
+
+    clients = set()
+    with open(nbest, encoding="utf-8") as f:
+        cols = f.readline().rstrip("\n").split("\t")
+        if "client" not in cols:
+            raise InputError(nbest, 1, "no 'client' column: FMP needs the clients of the N-best rows")
+        col = cols.index("client")
+        for line in f:
+            if line.strip():
+                clients.add(line.rstrip("\n").split("\t")[col])
+    for name in clients:
+        check_client_name(name)
+    if not clients:
+        raise InputError(nbest, None, "no N-best rows")
+    return sorted(clients)
+
+
+class FmpServer:
+    """The server's side of :mod:`asrpriv_flower.fmp` (see the module doc)."""
+
+    def __init__(self, settings: FmpSettings, population: list[str], talk=lambda s: None) -> None:
+        self.s = settings
+        self.population = population
+        self.talk = talk
+        self.reports: list[dict] = []
+
+    def run(self, grid) -> None:
+        from flwr.app import ConfigRecord, Message, RecordDict
+
+        from asrpriv_flower.strategy import connect_nodes, write_json
+
+        s = self.s
+        run = os.path.abspath(s.run_dir)
+        node_of = connect_nodes(grid, self.population)
+        step("split-nbest", [s.nbest, "--parts", str(s.rounds + 1), "-o", os.path.join(run, "groups")])
+        seeded = ["--allow-seeded-test-noise"] if s.allow_seeded else []
+        common = {"run": run, "last": s.rounds, "nnlm": os.path.abspath(s.nnlm),
+                  "weights": os.path.abspath(s.weights), "background": os.path.abspath(s.background),
+                  "sigma": s.sigma, "alpha": s.alpha, "beta": s.beta, "lambda": s.lam,
+                  "max-l1": s.max_l1, "threads": s.threads, "allow-seeded": bool(s.allow_seeded)}
+        if s.epsilon:
+            common["epsilon"] = s.epsilon
+        qbar = ""
+        for t in range(s.rounds + 1):
+            started = time.monotonic()
+            messages, sent = [], {}
+            for name in self.population:
+                cfg = dict(common, client=name, round=t, part=part_path(run, t), qbar=qbar)
+                faults = s.test_faults or {}
+                fault = faults.get(f"{name}@{t}", faults.get(name))
+                if fault:
+                    cfg["test-fault"] = fault
+                sent[node_of[name]] = name
+                messages.append(Message(RecordDict({"config": ConfigRecord(cfg)}),
+                                        dst_node_id=node_of[name], message_type="train.fmp",
+                                        group_id=str(t)))
+            replies = list(grid.send_and_receive(messages, timeout=s.round_timeout))
+            here = os.path.join(run, f"round-{t}")
+            counts_dir = os.path.join(here, "counts")
+            os.makedirs(counts_dir, exist_ok=True)
+            dropped, answered = [], set()
+            for reply in replies:
+                name = sent.get(reply.metadata.src_node_id)
+                if name is None:
+                    continue
+                answered.add(name)
+                if reply.has_error():
+                    dropped.append({"client": name, "reason": f"error: {reply.error.reason}"})
+                    continue
+                body = reply.content["fmp"]
+                if "counts" in body:
+                    write_text(os.path.join(counts_dir, f"{name}.counts"), str(body["counts"]))
+            for name in self.population:
+                if name not in answered:
+                    dropped.append({"client": name, "reason": f"no reply within {s.round_timeout:g} s"})
+            contributed = sorted(f[:-7] for f in os.listdir(counts_dir) if f.endswith(".counts"))
+            if t < s.rounds:
+                qbar = self.global_counts(run, t, counts_dir, contributed, seeded)
+            report = {"round": t, "contributed": contributed,
+                      "dropped": sorted(dropped, key=lambda d: d["client"]),
+                      "seconds": round(time.monotonic() - started, 3)}
+            write_json(os.path.join(here, "report.json"), report)
+            self.reports.append(report)
+            self.talk(f"fl-fmp: round {t}: {len(contributed)} client(s) counted"
+                      + (f", {len(dropped)} dropped" if dropped else ""))
+        self.write_hypotheses(run)
+
+    def global_counts(self, run: str, t: int, counts_dir: str, contributed: list[str],
+                      seeded: list[str]) -> str:
+        """qbar^t from the round's counts files (written as RUN/qbar-t.counts); its text."""
+        s = self.s
+        if not contributed:
+            raise AsrprivError(f"round {t}: no client's counts arrived: nothing to aggregate")
+        files = [os.path.join(counts_dir, f"{c}.counts") for c in contributed]
+        out = os.path.join(run, f"qbar-{t}.counts")
+        if not s.epsilon:
+            step("aggregate", [*files, "-o", out])
+            return read_text(out)
+        here = os.path.dirname(counts_dir)
+        summed = os.path.join(here, "new-sum.counts")
+        noisy = os.path.join(here, "noisy-new.counts")
+        step("aggregate", [*files, "-o", summed])
+        seed = [] if s.noise_seed is None else ["--seed", str(s.noise_seed * NOISE_SEED_STRIDE + t)]
+        step("add-noise", ["--epsilon", str(s.epsilon), "--vocab", os.path.abspath(s.background),
+                           *seed, summed, "-o", noisy])
+        if t == 0:
+            shutil.copyfile(noisy, out)
+        else:
+            step("aggregate", ["--disjoint", *seeded, os.path.join(run, f"qbar-{t - 1}.counts"),
+                               noisy, "-o", out])
+        return read_text(out)
+
+    def write_hypotheses(self, run: str) -> None:
+        """RUN/hyp.txt: each utterance's best hypothesis, round by round (the recipe's hyp.txt)."""
+        lines = []
+        for t in range(self.s.rounds + 1):
+            for name in self.population:
+                path = os.path.join(client_dir(run, name), f"rescored-{t}.tsv")
+                if not os.path.exists(path):
+                    continue
+                with open(path, encoding="utf-8") as f:
+                    cols = f.readline().rstrip("\n").split("\t")
+                    i_utt, i_rank, i_text = cols.index("utt_id"), cols.index("rank"), cols.index("text")
+                    for line in f:
+                        row = line.rstrip("\n").split("\t")
+                        if row[i_rank] == "1":
+                            lines.append(f"{row[i_utt]} {row[i_text]}\n")
+        write_text(os.path.join(run, "hyp.txt"), "".join(lines))
+
+
+def settings_json(settings: FmpSettings) -> dict:
+    keep = asdict(settings)
+    keep.pop("test_faults", None)
+    return keep
+
+
+def simulate_fmp(settings: FmpSettings, *, workers: int = 1, talk=lambda s: None,
+                 verbose: bool = False):
+    """Run FMP's T+1 rounds on Flower's simulation engine; returns the server's reports."""
+    from asrpriv_flower.simulate import run_environment
+    from asrpriv_flower.strategy import write_json
+
+    if settings.rounds < 1:
+        raise AsrprivError("--rounds must be >= 1")
+    if settings.noise_seed is not None and settings.epsilon and not settings.allow_seeded:
+        raise AsrprivError("--noise-seed makes the noise NOT private: add "
+                           "--allow-seeded-test-noise (tests only)")
+    for path in (settings.nbest, settings.nnlm, settings.weights, settings.background):
+        if not os.path.isfile(path):
+            raise AsrprivError(f"{path}: no such file")
+    population = population_of(settings.nbest)
+    run = settings.run_dir
+    if os.path.isdir(run) and os.listdir(run):
+        raise AsrprivError(f"--run-dir {run}: not empty (give a new directory)")
+    os.makedirs(run, exist_ok=True)
+    write_json(os.path.join(run, "run.json"), settings_json(settings))
+    server = FmpServer(settings, population, talk)
+    with run_environment(run):
+        import logging
+
+        from flwr.clientapp import ClientApp
+        from flwr.serverapp import ServerApp
+        from flwr.simulation import run_simulation
+
+        from asrpriv_flower.client_app import query_message
+
+        client = ClientApp()
+        client.train("fmp")(fmp_message)
+        client.query()(query_message)
+        app = ServerApp()
+
+        @app.main()
+        def main(grid, context) -> None:
+            server.run(grid)
+
+        flwr_logger = logging.getLogger("flwr")
+        level = flwr_logger.level
+        flwr_logger.setLevel(logging.INFO if verbose else logging.CRITICAL)
+        backend = {"init_args": {"num_cpus": max(1, int(workers)),
+                                 "logging_level": "INFO" if verbose else "ERROR",
+                                 "log_to_driver": bool(verbose)},
+                   "client_resources": {"num_cpus": 1.0, "num_gpus": 0.0}}
+        try:
+            run_simulation(app, client, num_supernodes=len(population), backend_config=backend,
+                           verbose_logging=verbose)
+        finally:
+            flwr_logger.setLevel(level)
+            import ray
+
+            if ray.is_initialized():
+                ray.shutdown()
+    if len(server.reports) != settings.rounds + 1:
+        raise AsrprivError(f"the FMP run stopped after {len(server.reports)} of "
+                           f"{settings.rounds + 1} rounds (see {run}/round-*/report.json)")
+    return server.reports

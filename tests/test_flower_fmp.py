@@ -1,0 +1,193 @@
+"""FMP's rounds (paper 000) on Flower's simulation engine give the shell recipe's files.
+
+3 virtual clients (AMI adaptation meetings, 6-8 utterances x 4 hypotheses each), a tiny
+Transformer trained here, T = 2 rounds (3 parts). The shell reference runs the steps of
+``bin/fmp-experiment``'s ``fmp_rounds`` with the CLI: split-nbest, rescore-nbest with the
+factors of the round before, count-unigrams --by-client, the clients' caches (aggregate),
+qbar (aggregate; with DP aggregate | add-noise, aggregate --disjoint) and fma-adapt per client.
+Checked: every qbar file, every client's factors file and the best hypotheses are identical
+(no tolerance: the same steps on the same files), without DP and with seeded DP noise (the
+privacy history compared without its random release ids); a client that raises in round 1 is
+dropped and recorded, and the round's qbar is the sum over the others.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+
+import pytest
+
+from conftest import AMI, run_cli
+
+CLIENTS = {"ES2002a": 8, "ES2002b": 7, "ES2002c": 6}
+SIGMA, ALPHA, BETA, LAM, EPS, MAX_L1, SEED = "5", "0.5", "0.25", "1", "2", "15", 7
+
+
+def need_flower():
+    pytest.importorskip("flwr", reason="flwr is not installed: pip install 'asrpriv[flower]'")
+    pytest.importorskip("ray", reason="ray is not installed: pip install 'asrpriv[flower]'")
+
+
+def ok(result):
+    assert result.exit_code == 0, result.stderr
+    return result
+
+
+@pytest.fixture(scope="module")
+def work(tmp_path_factory):
+    """nnlm.pt (tiny), weights.txt, u.counts (public background) and nbest.tsv (3 clients)."""
+    d = tmp_path_factory.mktemp("fmp")
+    with open(AMI / "train_text", encoding="utf-8") as f:
+        (d / "train_text").write_text("".join(next(f) for _ in range(800)), encoding="utf-8")
+    ok(run_cli(["finetune-lm", "--ids", "--train", str(d / "train_text"), "-o", str(d / "nnlm.pt"),
+                "--emb-dim", "16", "--ffn-dim", "32", "--layers", "1", "--heads", "2",
+                "--epochs", "1", "--seed", "1", "-q"]))
+    ok(run_cli(["count-unigrams", "-q", "--text", "--ids", "--public", str(d / "train_text"),
+                "-o", str(d / "u.counts")]))
+    (d / "weights.txt").write_text("#lm_weight=0.1\n#nnlm_weight=0.5\n#word_penalty=0\n")
+    lines = (AMI / "adapt" / "nbest.tsv").read_text(encoding="utf-8").splitlines()
+    rows, utts = [lines[0]], {c: [] for c in CLIENTS}
+    for line in lines[1:]:
+        f = line.split("\t")
+        client, utt, rank = f[1], f[0], int(f[2])
+        if client in CLIENTS and rank <= 4:
+            if utt not in utts[client]:
+                if len(utts[client]) == CLIENTS[client]:
+                    continue
+                utts[client].append(utt)
+            rows.append(line)
+    (d / "nbest.tsv").write_text("\n".join(rows) + "\n", encoding="utf-8")
+    return d
+
+
+def shell_rounds(work, out, T, eps=None, drop=None):
+    """bin/fmp-experiment's fmp_rounds with the CLI; ``drop``: (client, round) left out."""
+    seeded = ["--allow-seeded-test-noise"] if eps else []
+    ok(run_cli(["split-nbest", "-q", str(work / "nbest.tsv"), "--parts", str(T + 1), "-o", str(out / "groups")]))
+    factors = []
+    for t in range(T + 1):
+        ok(run_cli(["rescore-nbest", "-q", "--nnlm", str(work / "nnlm.pt"), "--weights",
+                    str(work / "weights.txt"), *factors, "--threads", "1",
+                    str(out / "groups" / f"part-{t}.tsv"), "-o", str(out / f"rescored-{t}.tsv")]))
+        if t == T:
+            break
+        dp = ["--unit", "utterance", "--max-l1", MAX_L1, "--partition", f"round{t}"] if eps else []
+        ok(run_cli(["count-unigrams", "-q", "--sigma", SIGMA, *dp, "--by-client", str(out / f"new-{t}"),
+                    str(out / f"rescored-{t}.tsv")]))
+        if drop and drop[1] == t:
+            os.unlink(out / f"new-{t}" / f"{drop[0]}.counts")
+        (out / f"cache-{t}").mkdir()
+        (out / f"factors-{t}").mkdir()
+        for c in CLIENTS:
+            new, prev = out / f"new-{t}" / f"{c}.counts", out / f"cache-{t - 1}" / f"{c}.counts"
+            if new.exists():
+                ok(run_cli(["aggregate", "-q", str(new), *([str(prev)] if prev.exists() else []),
+                            "-o", str(out / f"cache-{t}" / f"{c}.counts")]))
+            elif prev.exists():
+                shutil.copyfile(prev, out / f"cache-{t}" / f"{c}.counts")
+        qbar = out / f"qbar-{t}.counts"
+        if not eps:
+            ok(run_cli(["aggregate", "-q", *map(str, sorted((out / f"cache-{t}").iterdir())), "-o", str(qbar)]))
+        else:
+            summed = out / f"sum-{t}.counts"
+            ok(run_cli(["aggregate", "-q", *map(str, sorted((out / f"new-{t}").iterdir())), "-o", str(summed)]))
+            noisy = out / f"noisy-{t}.counts"
+            ok(run_cli(["add-noise", "-q", "--epsilon", eps, "--vocab", str(work / "u.counts"),
+                        "--seed", str(SEED * 1000 + t), str(summed), "-o", str(noisy)]))
+            if t == 0:
+                shutil.copyfile(noisy, qbar)
+            else:
+                ok(run_cli(["aggregate", "-q", "--disjoint", *seeded, str(out / f"qbar-{t - 1}.counts"),
+                            str(noisy), "-o", str(qbar)]))
+        for cache in sorted((out / f"cache-{t}").iterdir()):
+            ok(run_cli(["fma-adapt", "-q", *seeded, "--background", str(work / "u.counts"), "--global",
+                        str(qbar), "--personal", str(cache), "--alpha", ALPHA, "--beta", BETA,
+                        "--lambda", LAM, "-o", str(out / f"factors-{t}" / (cache.stem + ".tsv"))]))
+        factors = ["--factors-dir", str(out / f"factors-{t}"), "--missing-factors", "ignore"]
+    best = {}
+    for t in range(T + 1):
+        lines = (out / f"rescored-{t}.tsv").read_text().splitlines()
+        cols = lines[0].split("\t")
+        for line in lines[1:]:
+            f = dict(zip(cols, line.split("\t")))
+            if f["rank"] == "1":
+                best[f["utt_id"]] = f["text"]
+    return best
+
+
+def flower_best(run):
+    return {line.split(" ", 1)[0]: line.split(" ", 1)[1].rstrip("\n") if " " in line else ""
+            for line in (run / "hyp.txt").read_text().splitlines()}
+
+
+def without_ids(text: str) -> str:
+    import re
+
+    return re.sub(r'"id": ?"[^"]*"', '"id": ""', text)
+
+
+def test_fl_fmp_equals_shell_rounds(work, tmp_path):
+    """No DP: qbar, factors and hypotheses byte-identical to the shell steps (CLI command)."""
+    need_flower()
+    T = 2
+    run = tmp_path / "run"
+    res = ok(run_cli(["fl-fmp", "-q", "--nbest", str(work / "nbest.tsv"), "--nnlm", str(work / "nnlm.pt"),
+                      "--weights", str(work / "weights.txt"), "--background", str(work / "u.counts"),
+                      "--rounds", str(T), "--sigma", SIGMA, "--alpha", ALPHA, "--beta", BETA,
+                      "--lambda", LAM, "--run-dir", str(run), "--workers", "2"]))
+    assert res.stdout.strip() == str(run / "hyp.txt")
+    shell = tmp_path / "shell"
+    shell.mkdir()
+    best = shell_rounds(work, shell, T)
+    assert flower_best(run) == best and len(best) == sum(CLIENTS.values())
+    for t in range(T):
+        assert (run / f"qbar-{t}.counts").read_bytes() == (shell / f"qbar-{t}.counts").read_bytes()
+        for c in CLIENTS:
+            # the client made round t's factors at the start of round t+1, the shell at the end of t
+            assert (run / "clients" / c / f"factors-{t}.tsv").read_bytes() == \
+                (shell / f"factors-{t}" / f"{c}.tsv").read_bytes()
+    for t in range(T + 1):
+        report = json.loads((run / f"round-{t}" / "report.json").read_text())
+        assert report["dropped"] == []
+    assert not list(run.rglob("*.tmp"))
+
+
+def test_fl_fmp_dp_and_a_failing_client(work, tmp_path):
+    """Seeded DP noise: the same qbar (history up to release ids) and factors as the shell; a
+    client raising in round 1 is dropped and recorded, and qbar-1 lacks its new counts."""
+    need_flower()
+    from asrpriv_flower.fmp import FmpSettings, simulate_fmp
+
+    T, bad = 2, "ES2002b"
+    run = tmp_path / "run"
+    settings = FmpSettings(nbest=str(work / "nbest.tsv"), nnlm=str(work / "nnlm.pt"),
+                           weights=str(work / "weights.txt"), background=str(work / "u.counts"),
+                           run_dir=str(run), rounds=T, sigma=float(SIGMA), alpha=float(ALPHA),
+                           beta=float(BETA), lam=float(LAM), epsilon=float(EPS), max_l1=float(MAX_L1),
+                           noise_seed=SEED, allow_seeded=True, test_faults={f"{bad}@1": "raise"})
+    reports = simulate_fmp(settings, workers=2)
+    assert [r["round"] for r in reports] == [0, 1, 2]
+    assert [d["client"] for d in reports[1]["dropped"]] == [bad]
+    assert "injected test fault" in reports[1]["dropped"][0]["reason"]
+    assert bad not in reports[1]["contributed"] and reports[0]["dropped"] == []
+    shell = tmp_path / "shell"
+    shell.mkdir()
+    # the failed client kept no cache for round 1 and rescored nothing in it; in the shell its
+    # new counts are left out of round 1 (its rescoring still runs there; the hypotheses of
+    # the other clients must agree)
+    best = shell_rounds(work, shell, T, eps=EPS, drop=(bad, 1))
+    for t in range(T):
+        ours = without_ids((run / f"qbar-{t}.counts").read_text())
+        theirs = without_ids((shell / f"qbar-{t}.counts").read_text())
+        assert ours == theirs, t
+        assert "#privacy" in ours
+    assert not (run / "clients" / bad / "factors-0.tsv").exists()  # it failed before making them
+    for c in set(CLIENTS) - {bad}:
+        assert without_ids((run / "clients" / c / "factors-0.tsv").read_text()) == \
+            without_ids((shell / "factors-0" / f"{c}.tsv").read_text())
+    mine = flower_best(run)
+    for utt, text in best.items():
+        if not utt.startswith(bad):
+            assert mine[utt] == text
