@@ -242,7 +242,8 @@ class FmpServer:
                     write_text(os.path.join(counts_dir, f"{name}.counts"), str(body["counts"]))
             for name in self.population:
                 if name not in answered:
-                    dropped.append({"client": name, "reason": f"no reply within {s.round_timeout:g} s"})
+                    wait = f"within {s.round_timeout:g} s" if s.round_timeout else "(the run ended)"
+                    dropped.append({"client": name, "reason": f"no reply {wait}"})
             contributed = sorted(f[:-7] for f in os.listdir(counts_dir) if f.endswith(".counts"))
             if t < s.rounds:
                 qbar = self.global_counts(run, t, counts_dir, contributed, seeded)
