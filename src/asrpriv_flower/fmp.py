@@ -308,7 +308,7 @@ def settings_json(settings: FmpSettings) -> dict:
 def simulate_fmp(settings: FmpSettings, *, workers: int = 1, talk=lambda s: None,
                  verbose: bool = False):
     """Run FMP's T+1 rounds on Flower's simulation engine; returns the server's reports."""
-    from asrpriv_flower.simulate import run_environment
+    from asrpriv_flower.simulate import run_apps, run_environment
     from asrpriv_flower.strategy import write_json
 
     if settings.rounds < 1:
@@ -327,11 +327,8 @@ def simulate_fmp(settings: FmpSettings, *, workers: int = 1, talk=lambda s: None
     write_json(os.path.join(run, "run.json"), settings_json(settings))
     server = FmpServer(settings, population, talk)
     with run_environment(run):
-        import logging
-
         from flwr.clientapp import ClientApp
         from flwr.serverapp import ServerApp
-        from flwr.simulation import run_simulation
 
         from asrpriv_flower.client_app import query_message
 
@@ -344,22 +341,7 @@ def simulate_fmp(settings: FmpSettings, *, workers: int = 1, talk=lambda s: None
         def main(grid, context) -> None:
             server.run(grid)
 
-        flwr_logger = logging.getLogger("flwr")
-        level = flwr_logger.level
-        flwr_logger.setLevel(logging.INFO if verbose else logging.CRITICAL)
-        backend = {"init_args": {"num_cpus": max(1, int(workers)),
-                                 "logging_level": "INFO" if verbose else "ERROR",
-                                 "log_to_driver": bool(verbose)},
-                   "client_resources": {"num_cpus": 1.0, "num_gpus": 0.0}}
-        try:
-            run_simulation(app, client, num_supernodes=len(population), backend_config=backend,
-                           verbose_logging=verbose)
-        finally:
-            flwr_logger.setLevel(level)
-            import ray
-
-            if ray.is_initialized():
-                ray.shutdown()
+        run_apps(app, client, len(population), workers=workers, verbose=verbose)
     if len(server.reports) != settings.rounds + 1:
         raise AsrprivError(f"the FMP run stopped after {len(server.reports)} of "
                            f"{settings.rounds + 1} rounds (see {run}/round-*/report.json)")

@@ -172,6 +172,36 @@ def run_environment(run_dir: str):
                 os.rmdir(link_dir)
 
 
+def run_apps(server_app, client_app, supernodes: int, *, workers: int = 1,
+             cpus_per_client: float = 1.0, gpus_per_client: float = 0.0,
+             verbose: bool = False) -> None:
+    """``flwr.simulation.run_simulation`` of the two apps (inside :func:`run_environment`):
+    Ray with ``workers`` CPUs, Flower's ``client_resources``, Flower's logging quiet unless
+    ``verbose``; Ray is shut down afterwards even if the run failed."""
+    import logging
+
+    import flwr  # noqa: F401  (after the environment is set)
+    from flwr.simulation import run_simulation
+
+    flwr_logger = logging.getLogger("flwr")
+    level = flwr_logger.level
+    flwr_logger.setLevel(logging.INFO if verbose else logging.CRITICAL)
+    backend = {"init_args": {"num_cpus": max(1, int(workers)),
+                             "logging_level": "INFO" if verbose else "ERROR",
+                             "log_to_driver": bool(verbose)},
+               "client_resources": {"num_cpus": float(cpus_per_client),
+                                    "num_gpus": float(gpus_per_client)}}
+    try:
+        run_simulation(server_app, client_app, num_supernodes=supernodes,
+                       backend_config=backend, verbose_logging=verbose)
+    finally:
+        flwr_logger.setLevel(level)
+        import ray
+
+        if ray.is_initialized():
+            ray.shutdown()
+
+
 def simulate(settings, *, workers: int = 1, cpus_per_client: float = 1.0,
              gpus_per_client: float = 0.0, resume: bool = False, talk=lambda s: None,
              verbose: bool = False) -> SimulationResult:
@@ -188,34 +218,14 @@ def simulate(settings, *, workers: int = 1, cpus_per_client: float = 1.0,
     started = time.monotonic()
     result = SimulationResult()
     with run_environment(settings.run_dir) as ray_tmp:
-        import logging
-
-        import flwr  # noqa: F401  (after the environment is set)
-        from flwr.simulation import run_simulation
-
         from asrpriv_flower.client_app import make_client_app
         from asrpriv_flower.server_app import make_server_app
 
         result.ray_tmpdir = ray_tmp
-        flwr_logger = logging.getLogger("flwr")
-        level = flwr_logger.level
-        flwr_logger.setLevel(logging.INFO if verbose else logging.CRITICAL)
         holder: dict = {}
-        backend = {"init_args": {"num_cpus": max(1, int(workers)),
-                                 "logging_level": "INFO" if verbose else "ERROR",
-                                 "log_to_driver": bool(verbose)},
-                   "client_resources": {"num_cpus": float(cpus_per_client),
-                                        "num_gpus": float(gpus_per_client)}}
-        try:
-            run_simulation(make_server_app(settings, population, first, talk, holder),
-                           make_client_app(), num_supernodes=len(population),
-                           backend_config=backend, verbose_logging=verbose)
-        finally:
-            flwr_logger.setLevel(level)
-            import ray
-
-            if ray.is_initialized():
-                ray.shutdown()
+        run_apps(make_server_app(settings, population, first, talk, holder), make_client_app(),
+                 len(population), workers=workers, cpus_per_client=cpus_per_client,
+                 gpus_per_client=gpus_per_client, verbose=verbose)
     strategy = holder.get("strategy")
     result.rounds = strategy.reports if strategy else []
     from asrpriv_flower.strategy import model_path

@@ -11,7 +11,6 @@ import click
 
 from asrpriv.options import FiniteFloat, common_options
 
-FLOWER_MISSING = "fl-fmp needs Flower (flwr with Ray): pip install 'asrpriv[flower]'"
 
 
 @click.command("fl-fmp")
@@ -65,23 +64,14 @@ def fl_fmp(nbest, nnlm, weights_path, background, run_dir, rounds, sigma, alpha,
           --background u.counts --rounds 3 --epsilon 1 --run-dir runs/fmp1 --workers 2
     """
     import os
-    import sys
 
-    from asrpriv.errors import AsrprivError
-    from asrpriv.options import is_quiet, is_verbose, seeded_warning
+    from asrpriv.commands.flower_common import require_flower, stderr_talk
+    from asrpriv.options import is_verbose, seeded_warning
 
-    try:
-        import flwr  # noqa: F401
-        import ray  # noqa: F401
-    except ImportError:
-        raise AsrprivError(FLOWER_MISSING) from None
+    require_flower("fl-fmp")
     from asrpriv_flower.fmp import FmpSettings, simulate_fmp
 
-    quiet = is_quiet()
-
-    def talk(line: str) -> None:  # called from the ServerApp's thread (no click context there)
-        if not quiet:
-            print(line, file=sys.stderr, flush=True)
+    talk = stderr_talk()
 
     if noise_seed is not None and epsilon:
         seeded_warning(f"--noise-seed {noise_seed}")

@@ -11,7 +11,6 @@ import click
 
 from asrpriv.options import FiniteFloat, common_options
 
-FLOWER_MISSING = "fl-simulate needs Flower (flwr with Ray): pip install 'asrpriv[flower]'"
 
 
 @click.command("fl-simulate")
@@ -95,24 +94,14 @@ def fl_simulate(init_path, train_path, ids, utt2client, clients_path, run_dir, r
           --sample-rate 0.1 --clip 0.5 --noise-multiplier 1.0 --expected-clients 11.4 \\
           --workers 8
     """
-    import sys
+    from asrpriv.commands.flower_common import require_flower, stderr_talk
+    from asrpriv.options import is_verbose, seeded_warning
 
-    from asrpriv.errors import AsrprivError
-    from asrpriv.options import is_quiet, is_verbose, seeded_warning
-
-    try:
-        import flwr  # noqa: F401
-        import ray  # noqa: F401
-    except ImportError:
-        raise AsrprivError(FLOWER_MISSING) from None
+    require_flower("fl-simulate")
     from asrpriv_flower.simulate import simulate
     from asrpriv_flower.strategy import FlSettings
 
-    quiet = is_quiet()
-
-    def talk(line: str) -> None:  # called from the ServerApp's thread (no click context there)
-        if not quiet:
-            print(line, file=sys.stderr, flush=True)
+    talk = stderr_talk()
 
     if noise_seed is not None and noise_multiplier:
         seeded_warning(f"--noise-seed {noise_seed}")
