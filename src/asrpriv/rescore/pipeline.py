@@ -210,7 +210,8 @@ class Rescorer:
                                          "with its square)")
             vocab = self.nnlm.vocab
             seqs = [self.nnlm.encode(h.words) for h in hyps]
-            self.stats.nnlm_oov += sum(1 for h in hyps for w in h.words if vocab.is_oov(w))
+            oovs = [sum(1 for w in h.words if vocab.is_oov(w)) for h in hyps]
+            self.stats.nnlm_oov += sum(oovs)
             groups = None
             vectors: list = []
             if self.factors is not None:
@@ -229,8 +230,7 @@ class Rescorer:
             units = [u for u, utt in enumerate(chunk) for _ in utt.hyps]
             nn_scores = self.nnlm.score(seqs, groups, vectors, units)
             if self.unk_penalty:
-                nn_scores = [score - self.unk_penalty * sum(1 for w in h.words if vocab.is_oov(w))
-                             for score, h in zip(nn_scores, hyps)]
+                nn_scores = [score - self.unk_penalty * n for score, n in zip(nn_scores, oovs)]
         elif layout.nnlm_from:
             i = layout.index[layout.nnlm_from]
             nn_scores = [_float(reader.path, h.lineno, layout.nnlm_from, h.values[i]) for h in hyps]
