@@ -2,8 +2,8 @@
 
 The shell recipe's ``fmp_rounds`` (count, aggregate, noise, factors) runs here as messages:
 
-* the server splits the clients' N-best lists into T+1 time-ordered parts (``split-nbest
-  --parts T+1``: part t holds what every client says in round t);
+* each client cuts its own N-best lists into T+1 time-ordered parts, once (the code of
+  ``split-nbest --parts T+1`` kept to its client: part t is what it says in round t);
 * round t = 0..T, every client (``train.fmp`` message, carrying the global counts qbar^{t-1}
   as our counts file's text):
 
@@ -21,8 +21,9 @@ The shell recipe's ``fmp_rounds`` (count, aggregate, noise, factors) runs here a
   vocabulary, sensitivity from the enforced bound) and added to qbar^{t-1} (``aggregate
   --disjoint``: the rounds' partitions are disjoint, so epsilon composes in parallel).
 
-Every step is the CLI step itself, run in-process (:func:`asrpriv.api._run_step`), so the
-files are those the shell recipe writes. Client state (the cache) lives in ``RUN/clients/C/``:
+Every other step is the CLI step itself, run in-process (:func:`asrpriv.api._run_step`), so
+the files are those the shell recipe writes. Client state (its parts, the cache) lives in
+``RUN/clients/C/``:
 a simulated client is stateless between rounds. A client that raises or does not reply in
 time is dropped from the round and listed in ``RUN/round-t/report.json``: without DP its
 cache is missing from that round's sum; with DP its new counts are (the release's sensitivity
@@ -79,34 +80,35 @@ def client_dir(run: str, client: str) -> str:
     return os.path.join(run, "clients", client)
 
 
-def part_path(run: str, t: int) -> str:
-    return os.path.join(run, "groups", f"part-{t}.tsv")
-
-
 def read_text(path: str) -> str:
     with open(path, encoding="utf-8") as f:
         return f.read()
 
 
 def write_text(path: str, text: str) -> None:
-    from asrpriv.io.output import atomic_path
+    from asrpriv.io.output import open_output
 
-    with atomic_path(path) as tmp:
-        with open(tmp, "w", encoding="utf-8") as f:
-            f.write(text)
+    with open_output(path) as f:
+        f.write(text)
 
 
-def own_rows(part: str, client: str, out: str) -> int:
-    """Write the header and ``client``'s rows of the N-best TSV ``part`` to ``out``; count rows."""
-    n = 0
-    with open(part, encoding="utf-8") as src:
-        header = src.readline()
-        col = header.rstrip("\n").split("\t").index("client")
-        rows = [line for line in src if line.rstrip("\n").split("\t")[col] == client]
-    if rows:
-        write_text(out, header + "".join(rows))
-        n = len(rows)
-    return n
+def own_part(nbest: str, client: str, parts: int, home: str, t: int) -> str | None:
+    """``client``'s round-t utterances: ``HOME/groups/part-t.tsv`` (None if it has none).
+
+    The first call cuts the client's rows of ``nbest`` into ``parts`` time-ordered parts with
+    :func:`asrpriv.rescore.split.split_by_client` (``split-nbest``'s code: the same parts as
+    the shell recipe's global split) and records their sizes in ``groups/sizes.json``.
+    """
+    from asrpriv.rescore.split import split_by_client
+
+    groups = os.path.join(home, "groups")
+    sizes_path = os.path.join(groups, "sizes.json")
+    if not os.path.exists(sizes_path):
+        sizes = split_by_client(nbest, parts, groups, {client}, set(), None, None)
+        write_text(sizes_path, json.dumps([size.get(client, 0) for size in sizes]) + "\n")
+    with open(sizes_path, encoding="utf-8") as f:
+        sizes = json.load(f)
+    return os.path.join(groups, f"part-{t}.tsv") if sizes[t] else None
 
 
 # ---------------------------------------------------------------------------- client
@@ -130,10 +132,10 @@ def client_round(cfg) -> dict:
                            "--alpha", str(cfg["alpha"]), "--beta", str(cfg["beta"]),
                            "--lambda", str(cfg["lambda"]), "-o", out])
         factors = ["--factors", out]
-    mine = os.path.join(home, f"part-{t}.tsv")
+    mine = own_part(cfg["nbest"], name, last + 1, home, t)
     reply: dict = {"client": name}
     cache = os.path.join(home, f"cache-{t}.counts")
-    if own_rows(cfg["part"], name, mine):
+    if mine is not None:
         rescored = os.path.join(home, f"rescored-{t}.tsv")
         step("rescore-nbest", ["--nnlm", cfg["nnlm"], "--weights", cfg["weights"], *factors,
                                "--threads", str(cfg["threads"]), mine, "-o", rescored])
@@ -168,16 +170,12 @@ def population_of(nbest: str) -> list[str]:
     """The clients of the N-best TSV's ``client`` column, sorted."""
     from asrpriv.errors import InputError
     from asrpriv.federated.by_client import check_client_name
+    from asrpriv.io.nbest import NbestReader
 
-    clients = set()
-    with open(nbest, encoding="utf-8") as f:
-        cols = f.readline().rstrip("\n").split("\t")
-        if "client" not in cols:
-            raise InputError(nbest, 1, "no 'client' column: FMP needs the clients of the N-best rows")
-        col = cols.index("client")
-        for line in f:
-            if line.strip():
-                clients.add(line.rstrip("\n").split("\t")[col])
+    reader = NbestReader(nbest)
+    if "client" not in reader.index:
+        raise InputError(nbest, 1, "no 'client' column: FMP needs the clients of the N-best rows")
+    clients = {utt.client for utt in reader}
     for name in clients:
         check_client_name(name)
     if not clients:
@@ -202,9 +200,9 @@ class FmpServer:
         s = self.s
         run = os.path.abspath(s.run_dir)
         node_of = connect_nodes(grid, self.population)
-        step("split-nbest", [s.nbest, "--parts", str(s.rounds + 1), "-o", os.path.join(run, "groups")])
         seeded = ["--allow-seeded-test-noise"] if s.allow_seeded else []
-        common = {"run": run, "last": s.rounds, "nnlm": os.path.abspath(s.nnlm),
+        common = {"run": run, "last": s.rounds, "nbest": os.path.abspath(s.nbest),
+                  "nnlm": os.path.abspath(s.nnlm),
                   "weights": os.path.abspath(s.weights), "background": os.path.abspath(s.background),
                   "sigma": s.sigma, "alpha": s.alpha, "beta": s.beta, "lambda": s.lam,
                   "max-l1": s.max_l1, "threads": s.threads, "allow-seeded": bool(s.allow_seeded)}
@@ -215,7 +213,7 @@ class FmpServer:
             started = time.monotonic()
             messages, sent = [], {}
             for name in self.population:
-                cfg = dict(common, client=name, round=t, part=part_path(run, t), qbar=qbar)
+                cfg = dict(common, client=name, round=t, qbar=qbar)
                 faults = s.test_faults or {}
                 fault = faults.get(f"{name}@{t}", faults.get(name))
                 if fault:
@@ -283,19 +281,16 @@ class FmpServer:
 
     def write_hypotheses(self, run: str) -> None:
         """RUN/hyp.txt: each utterance's best hypothesis, round by round (the recipe's hyp.txt)."""
+        from asrpriv.io.nbest import NbestReader
+
         lines = []
         for t in range(self.s.rounds + 1):
             for name in self.population:
                 path = os.path.join(client_dir(run, name), f"rescored-{t}.tsv")
-                if not os.path.exists(path):
-                    continue
-                with open(path, encoding="utf-8") as f:
-                    cols = f.readline().rstrip("\n").split("\t")
-                    i_utt, i_rank, i_text = cols.index("utt_id"), cols.index("rank"), cols.index("text")
-                    for line in f:
-                        row = line.rstrip("\n").split("\t")
-                        if row[i_rank] == "1":
-                            lines.append(f"{row[i_utt]} {row[i_text]}\n")
+                if os.path.exists(path):
+                    reader = NbestReader(path)
+                    lines.extend(f"{utt.utt_id} {reader.column(utt.hyps[0], 'text')}\n"
+                                 for utt in reader)
         write_text(os.path.join(run, "hyp.txt"), "".join(lines))
 
 

@@ -22,7 +22,7 @@ from asrpriv.options import FiniteFloat, common_options
 @click.option("--background", required=True, metavar="COUNTS",
               help="Public background unigram counts u (fma-adapt --background; add-noise --vocab).")
 @click.option("--run-dir", required=True, metavar="DIR",
-              help="New or empty: groups/, clients/C/ (cache, factors, rescored lists), "
+              help="New or empty: clients/C/ (its parts, cache, factors, rescored lists), "
                    "round-t/ (counts, report.json), qbar-t.counts, hyp.txt.")
 @click.option("--rounds", type=click.IntRange(min=1), required=True,
               help="T: the lists are split in T+1 parts; T count/aggregate rounds.")
