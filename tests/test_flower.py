@@ -27,6 +27,7 @@ import pytest
 import torch
 
 from conftest import AMI, run_cli
+from _flower_helpers import need_flower, ok, tiny_lm
 
 from asrpriv.federated.sampling import poisson_sample
 from asrpriv.nnlm import modelfile
@@ -34,15 +35,6 @@ from asrpriv.nnlm import modelfile
 CLIENTS = ["ES2002a", "ES2002b", "ES2002c", "ES2002d"]
 SRC = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "src")
 
-
-def need_flower():
-    pytest.importorskip("flwr", reason="flwr is not installed: pip install 'asrpriv[flower]'")
-    pytest.importorskip("ray", reason="ray is not installed: pip install 'asrpriv[flower]'")
-
-
-def ok(result):
-    assert result.exit_code == 0, result.stderr
-    return result
 
 
 def state_of(path):
@@ -68,11 +60,7 @@ def leftover_processes(marker: str) -> list[str]:
 def work(tmp_path_factory):
     """base.pt (tiny Transformer) and adapt.tsv: rank-1 rows of 4 adaptation clients."""
     d = tmp_path_factory.mktemp("flower")
-    with open(AMI / "train_text", encoding="utf-8") as f:
-        (d / "train_text").write_text("".join(next(f) for _ in range(1200)), encoding="utf-8")
-    ok(run_cli(["finetune-lm", "--ids", "--train", str(d / "train_text"), "-o", str(d / "base.pt"),
-                "--emb-dim", "16", "--ffn-dim", "32", "--layers", "1", "--heads", "2",
-                "--epochs", "1", "--seed", "1", "-q"]))
+    tiny_lm(d, 1200, "base.pt")
     keep = {"ES2002a": 10, "ES2002b": 8, "ES2002c": 6, "ES2002d": 7}
     lines = (AMI / "adapt" / "nbest.tsv").read_text(encoding="utf-8").splitlines()
     rows = [lines[0]]

@@ -20,30 +20,18 @@ import shutil
 import pytest
 
 from conftest import AMI, run_cli
+from _flower_helpers import need_flower, ok, tiny_lm
 
 CLIENTS = {"ES2002a": 8, "ES2002b": 7, "ES2002c": 6}
 SIGMA, ALPHA, BETA, LAM, EPS, MAX_L1, SEED = "5", "0.5", "0.25", "1", "2", "15", 7
 
-
-def need_flower():
-    pytest.importorskip("flwr", reason="flwr is not installed: pip install 'asrpriv[flower]'")
-    pytest.importorskip("ray", reason="ray is not installed: pip install 'asrpriv[flower]'")
-
-
-def ok(result):
-    assert result.exit_code == 0, result.stderr
-    return result
 
 
 @pytest.fixture(scope="module")
 def work(tmp_path_factory):
     """nnlm.pt (tiny), weights.txt, u.counts (public background) and nbest.tsv (3 clients)."""
     d = tmp_path_factory.mktemp("fmp")
-    with open(AMI / "train_text", encoding="utf-8") as f:
-        (d / "train_text").write_text("".join(next(f) for _ in range(800)), encoding="utf-8")
-    ok(run_cli(["finetune-lm", "--ids", "--train", str(d / "train_text"), "-o", str(d / "nnlm.pt"),
-                "--emb-dim", "16", "--ffn-dim", "32", "--layers", "1", "--heads", "2",
-                "--epochs", "1", "--seed", "1", "-q"]))
+    tiny_lm(d, 800, "nnlm.pt")
     ok(run_cli(["count-unigrams", "-q", "--text", "--ids", "--public", str(d / "train_text"),
                 "-o", str(d / "u.counts")]))
     (d / "weights.txt").write_text("#lm_weight=0.1\n#nnlm_weight=0.5\n#word_penalty=0\n")
