@@ -93,12 +93,10 @@ def main() -> None:
     import torch
 
     from asrpriv.federated.fingerprint import model_fingerprint
-    from asrpriv.nnlm import modelfile, train
-    from asrpriv.nnlm.data import read_corpus
+    from asrpriv.nnlm import modelfile
+    from _paper001 import paper_lstm
 
-    corpus = read_corpus(str(ROOT / "examples/data/ami/train_text"), ids=True)
-    vocab = train.vocab_from_sentences(corpus.sentences, None, 2)
-    model, config = train.new_model("lstm", vocab, seed=0, emb_dim=100, hidden_dim=512, layers=2)
+    model, vocab, config = paper_lstm()
     state = {k: v.detach().clone() for k, v in model.state_dict().items()}
     n_params = sum(v.numel() for v in state.values())
     model_mb = sum(v.numel() * v.element_size() for v in state.values()) / 2 ** 20

@@ -38,7 +38,6 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 ADAPT = ROOT / "examples" / "data" / "ami" / "adapt" / "nbest.tsv"
-TRAIN = ROOT / "examples" / "data" / "ami" / "train_text"
 ENV = {**os.environ, "PYTHONPATH": str(ROOT / "src"), "OMP_NUM_THREADS": "1"}
 UTTS_PER_CLIENT = 24
 
@@ -47,12 +46,10 @@ def make_inputs(work: Path, clients: int) -> None:
     """work/base.pt (paper-shape LSTM), work/clients.tsv (rank-1 rows, client column)."""
     import torch  # noqa: F401
 
-    from asrpriv.nnlm import modelfile, train
-    from asrpriv.nnlm.data import read_corpus
+    from asrpriv.nnlm import modelfile
+    from _paper001 import paper_lstm
 
-    corpus = read_corpus(str(TRAIN), ids=True)
-    vocab = train.vocab_from_sentences(corpus.sentences, None, 2)
-    model, config = train.new_model("lstm", vocab, seed=0, emb_dim=100, hidden_dim=512, layers=2)
+    model, vocab, config = paper_lstm()
     modelfile.save_model(str(work / "base.pt"), model, vocab, config)
     lines = ADAPT.read_text(encoding="utf-8").splitlines()
     head = lines[0].split("\t")
