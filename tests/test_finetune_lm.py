@@ -295,6 +295,10 @@ def test_vocab_word_list_and_arpa(tmp_path, text):
                    "--vocab", str(arpa), *TINY])
     assert res.exit_code == 0, res.stderr
     assert modelfile.read_model_file(str(out))["vocab"] == ["<unk>", "<s>", "</s>", "fish", "the"]
+    bad = tmp_path / "bad.arpa"
+    bad.write_text("\\data\\\nngram 1=2\n\n\\1-grams:\n-1.0\tthe\nbroken\n")
+    res = run_cli(["finetune-lm", "--train", str(text), "-o", str(tmp_path / "b.pt"), "--vocab", str(bad), *TINY])
+    assert res.exit_code == 2 and "bad.arpa:6:" in res.stderr and len(res.stderr.splitlines()) == 1
     empty = tmp_path / "empty.txt"
     empty.write_text("\n<s>\n")
     res = run_cli(["finetune-lm", "--train", str(text), "-o", str(tmp_path / "e.pt"), "--vocab", str(empty), *TINY])

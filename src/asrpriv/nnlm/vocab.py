@@ -85,39 +85,35 @@ def read_word_list(path: str) -> Vocabulary:
     """A fixed vocabulary from a file: one word a line (its first field), or an ARPA file's
     1-grams; specials first, then the words in file order (duplicates and specials dropped).
 
-    An empty list, or an ARPA file without a 1-gram section, is an InputError.
+    Read by :func:`asrpriv.io.lines.iter_lines` (``.gz``, ``-`` = stdin, bad UTF-8 as FILE:LINE).
+    An empty list, an ARPA file without a 1-gram section, or a malformed 1-gram line is an
+    InputError.
     """
     from asrpriv.errors import InputError
+    from asrpriv.io.lines import iter_lines
 
     words: dict[str, None] = {}
-    try:
-        with open(path, encoding="utf-8") as stream:
-            first = ""
-            for line in stream:
-                if line.strip():
-                    first = line.strip()
-                    break
-            if first == "\\data\\":
-                section = False
-                for line in stream:
-                    line = line.strip()
-                    if line.startswith("\\"):
-                        if section:
-                            break
-                        section = line == "\\1-grams:"
-                    elif section and line:
-                        fields = line.split()
-                        if len(fields) < 2:
-                            raise InputError(path, None, f"bad 1-gram line {line!r}")
-                        words[fields[1]] = None
-            else:
-                if first:
-                    words[first.split()[0]] = None
-                for line in stream:
-                    if line.strip():
-                        words[line.split()[0]] = None
-    except UnicodeDecodeError:
-        raise InputError(path, None, "not UTF-8 text") from None
+    arpa: bool | None = None  # known at the first non-blank line
+    section = False
+    for lineno, line in iter_lines(path):
+        text = line.strip()
+        if not text:
+            continue
+        if arpa is None:
+            arpa = text == "\\data\\"
+            if arpa:
+                continue
+        if not arpa:
+            words[text.split()[0]] = None
+        elif text.startswith("\\"):
+            if section:
+                break
+            section = text == "\\1-grams:"
+        elif section:
+            fields = text.split()
+            if len(fields) < 2:
+                raise InputError(path, lineno, f"bad 1-gram line {text[:40]!r}")
+            words[fields[1]] = None
     kept = [w for w in words if w not in SPECIALS]
     if not kept:
         raise InputError(path, None, "no words: expected one word a line or an ARPA file")
