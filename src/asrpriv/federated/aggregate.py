@@ -172,27 +172,8 @@ def _history(payload: dict, path: str) -> History:
 
 
 def flat_add(history: History, release: Release) -> History:
-    """``history`` then ``release`` in sequence, keeping a chain of rounds one flat ``seq`` node.
-
-    :meth:`History.add` nests ``seq`` inside ``seq`` once per call, and a history more than 64
-    levels deep is refused when read back; sequential composition is associative, so splicing
-    nested ``seq`` nodes into their parent changes nothing in the accounting.
-    """
-    combined = history.add(release)
-    return History(combined.releases, _splice(combined.tree))
-
-
-def _splice(tree):
-    if tree is None or isinstance(tree, int):
-        return tree
-    kind, children = tree
-    flat = []
-    for child in (_splice(c) for c in children):
-        if kind == "seq" and isinstance(child, tuple) and child[0] == "seq":
-            flat.extend(child[1])
-        else:
-            flat.append(child)
-    return (kind, tuple(flat))
+    """``history`` then ``release``, a chain of rounds kept one flat ``seq`` (History.add_flat)."""
+    return history.add_flat(release)
 
 
 @dataclass

@@ -125,12 +125,12 @@ def is_model_file(path: str) -> bool:
         return False
 
 
-def read_model_file(path: str) -> dict:
-    """Load and validate a model or delta file; returns its dict (tensors on CPU).
+def read_any_payload(path: str) -> dict:
+    """``torch.load(weights_only=True)`` of an asrpriv torch file (model, delta, server
+    state), refusing what would unpickle code; the layout is not checked here.
 
     Raises:
-        AsrprivError: the file would need code to unpickle (refused), is not a torch file,
-            or does not have the asrpriv layout.
+        AsrprivError: refused, or not a readable torch file.
     """
     import warnings
 
@@ -152,6 +152,19 @@ def read_model_file(path: str) -> dict:
             raise
         first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
         raise InputError(path, None, f"not a readable PyTorch model file ({first})") from None
+    if not isinstance(payload, dict):
+        raise InputError(path, None, "not an asrpriv torch file (not a dict)")
+    return payload
+
+
+def read_model_file(path: str) -> dict:
+    """Load and validate a model or delta file; returns its dict (tensors on CPU).
+
+    Raises:
+        AsrprivError: the file would need code to unpickle (refused), is not a torch file,
+            or does not have the asrpriv layout.
+    """
+    payload = read_any_payload(path)
     if not isinstance(payload, dict) or payload.get("format") != FORMAT:
         raise InputError(path, None, f"not an {FORMAT} model file (no format marker)")
     if payload.get("format_version") != FORMAT_VERSION:
