@@ -44,7 +44,7 @@ def _plain_state(state_dict: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]
 
 
 def save_model(path: str, model_or_state: Any, vocab: Vocabulary, config: dict,
-               kind: str = "model", **extra: Any) -> None:
+               kind: str = "model", *, privacy=None, **extra: Any) -> None:
     """Write a model (or a delta with ``kind="delta"``) file atomically.
 
     Args:
@@ -53,8 +53,14 @@ def save_model(path: str, model_or_state: Any, vocab: Vocabulary, config: dict,
         vocab: its vocabulary (``len(vocab) == config["vocab_size"]``).
         config: the model config (:func:`asrpriv.nnlm.model.make_config`).
         kind: "model" or "delta".
+        privacy: the file's :class:`asrpriv.privacy.state.PrivacyState`, derived from the
+            step's inputs (:class:`asrpriv.provenance.Inputs`), stored as ``private_raw``,
+            ``privacy_history``, ``seeded``. None records nothing, which reads back as
+            "unrecorded": NOT private -- a writer that forgets can never claim a guarantee.
         extra: more plain values to store (a delta's ``weight`` = number of training words).
     """
+    from asrpriv.privacy.state import HEADER_KEYS, to_payload
+
     if kind not in KINDS:
         raise ValueError(f"kind must be one of {KINDS}")
     if len(vocab) != config["vocab_size"]:
@@ -63,9 +69,11 @@ def save_model(path: str, model_or_state: Any, vocab: Vocabulary, config: dict,
     payload = {"format": FORMAT, "format_version": FORMAT_VERSION, "kind": kind,
                "config": dict(config), "vocab": list(vocab.words), "state_dict": _plain_state(state)}
     for key, value in extra.items():
-        if key in payload:
+        if key in payload or key in HEADER_KEYS:
             raise ValueError(f"extra key {key!r} is reserved")
         payload[key] = value
+    if privacy is not None:
+        payload.update(to_payload(privacy))
     if str(path) == "-":
         from asrpriv.io.output import stdout_stream
 
@@ -105,9 +113,10 @@ def model_bytes(payload: dict) -> bytes:
 
 
 def save_delta(path: str, delta_state: dict[str, torch.Tensor], vocab: Vocabulary, config: dict,
-               weight: int, **extra: Any) -> None:
+               weight: int, *, privacy=None, **extra: Any) -> None:
     """Write a delta (``init - new``) with its weight (number of training words)."""
-    save_model(path, delta_state, vocab, config, kind="delta", weight=int(weight), **extra)
+    save_model(path, delta_state, vocab, config, kind="delta", weight=int(weight),
+               privacy=privacy, **extra)
 
 
 def is_model_file(path: str) -> bool:
