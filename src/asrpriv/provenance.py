@@ -110,20 +110,31 @@ def sniff(path: str) -> str:
 
     if path != "-" and is_torch_file(path):
         return "model"
+    if path != "-":
+        try:
+            with open(path, "rb") as f:
+                if f.read(8) == b"mmap lm ":
+                    return "kenlm"  # a KenLM binary: another tool's LM, like a headerless ARPA
+        except OSError:
+            pass
     from asrpriv.io.lines import iter_lines
 
-    for lineno, line in iter_lines(path):
-        text = line.strip()
-        if lineno == 1 and text.startswith(_COUNTS):
-            return "counts"
-        if lineno == 1 and text.startswith(_FACTORS):
-            return "factors"
-        if lineno == 1 and text.startswith("{"):
-            return "report"
-        if text == "\\data\\":
-            return "arpa"
-        if text and not text.startswith("#"):
-            return "text"
+    try:
+        numbered = iter_lines(path)
+        for lineno, line in numbered:
+            text = line.strip()
+            if lineno == 1 and text.startswith(_COUNTS):
+                return "counts"
+            if lineno == 1 and text.startswith(_FACTORS):
+                return "factors"
+            if lineno == 1 and text.startswith("{"):
+                return "report"
+            if text == "\\data\\":
+                return "arpa"
+            if text and not text.startswith("#"):
+                return "text"
+    except InputError:  # not UTF-8 text, or a line too long: some other tool's binary file
+        return "binary"
     return "text"
 
 
@@ -136,7 +147,7 @@ def read_state(path: str) -> tuple[str, PrivacyState]:
     if kind == "model":
         from asrpriv.nnlm.modelfile import read_any_payload
 
-        payload = read_any_payload(path)
+        payload = read_any_payload(path, mmap=True)
         return str(payload.get("kind", "model")), payload_state(payload, path)
     if kind == "counts":
         from asrpriv.io.counts import read_counts
@@ -150,8 +161,12 @@ def read_state(path: str) -> tuple[str, PrivacyState]:
         return kind, factors_state(meta, path)
     if kind == "arpa":
         return kind, arpa_state(path)
+    if kind == "kenlm":
+        return kind, PUBLIC
     if kind == "report":
         return kind, report_state(path)
+    if kind == "binary":
+        return kind, raw_state("unrecorded")
     return kind, raw_state("text")
 
 
@@ -239,3 +254,39 @@ class Inputs:
 
 def _name(path: str | None) -> str:
     return "<stdin>" if path in (None, "-") else str(path)
+
+
+def write_arpa_header(stream, step: str, state: PrivacyState, **keys: str) -> None:
+    """Write asrpriv's ``#key=value`` header before an ARPA's ``\\data\\`` (kenlm and SRILM
+    skip comment lines there): the step, ``keys``, and the privacy record of ``state``.
+
+    A public ARPA gets no header (an ARPA without one reads as public), so public outputs
+    are the same bytes as a plain ARPA writer's.
+    """
+    if state.kind == "public":
+        return
+    from asrpriv import __version__
+    from asrpriv.privacy.state import to_meta
+
+    meta = to_meta({"format": "asrpriv-arpa-meta/1", "step": step, **keys, "version": __version__},
+                   state)
+    for key, value in meta.items():
+        stream.write(f"#{key}={value}\n")
+
+
+def check_read_files(paths, allow_seeded: bool) -> PrivacyState:
+    """The combined state of artifact files a step reads only to score or evaluate with
+    (LMs, factors): seeded test noise refused unless ``allow_seeded``. Directories are read
+    file by file; ``-`` and missing paths are skipped (their readers report them)."""
+    inputs = Inputs(allow_seeded)
+    for path in paths:
+        if not path or path == "-":
+            continue
+        if os.path.isdir(path):
+            for name in sorted(os.listdir(path)):
+                full = os.path.join(path, name)
+                if os.path.isfile(full):
+                    inputs.add_file(full)
+        elif os.path.isfile(path):
+            inputs.add_file(path)
+    return inputs.state()

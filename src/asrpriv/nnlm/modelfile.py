@@ -134,9 +134,10 @@ def is_model_file(path: str) -> bool:
         return False
 
 
-def read_any_payload(path: str) -> dict:
+def read_any_payload(path: str, mmap: bool = False) -> dict:
     """``torch.load(weights_only=True)`` of an asrpriv torch file (model, delta, server
-    state), refusing what would unpickle code; the layout is not checked here.
+    state), refusing what would unpickle code; the layout is not checked here. ``mmap``:
+    map the tensors instead of reading them (for reading the metadata only).
 
     Raises:
         AsrprivError: refused, or not a readable torch file.
@@ -147,7 +148,12 @@ def read_any_payload(path: str) -> dict:
     try:
         with warnings.catch_warnings():  # e.g. "Detected pickle protocol 4": noise on stderr
             warnings.simplefilter("ignore")
-            payload = torch.load(path, map_location="cpu", weights_only=True)
+            try:
+                payload = torch.load(path, map_location="cpu", weights_only=True, mmap=mmap)
+            except RuntimeError:
+                if not mmap:
+                    raise
+                payload = torch.load(path, map_location="cpu", weights_only=True)  # old format
     except (FileNotFoundError, IsADirectoryError, PermissionError):
         raise
     except pickle.UnpicklingError as err:
