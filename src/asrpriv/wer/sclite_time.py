@@ -9,7 +9,10 @@ Without it, ``(uh)`` is a word like any other, as in sclite without ``-D``. ``%H
 is an ordinary word (sclite gives it no meaning without a GLM filter). Transcript
 alternations ``{ a / b }`` are not supported (an error).
 
-ctm (hypothesis): ``file channel begin duration word [confidence]``. Words are chopped into
+ctm (hypothesis): ``file channel begin duration word [confidence [more fields]]``: as sclite
+(``fillmrks.c``) reads it, fields after the word (confidence, and the type/speaker fields of
+asclite's 8-field ctm) do not change the score; ctm alternations (``<ALT_BEGIN>``) are
+refused. Words are chopped into
 the stm segments of their file and channel (channels compared case-insensitively) as sclite
 does: a word belongs to the first segment, in time order, whose end is after the
 word's midpoint (so a word between two segments, or with its midpoint exactly on a
@@ -25,8 +28,7 @@ import bisect
 from dataclasses import dataclass, field
 
 from asrpriv.errors import InputError
-from asrpriv.io.lines import iter_lines
-from asrpriv.wer.transcripts import Normalizer, Transcript
+from asrpriv.wer.transcripts import Normalizer, Transcript, decoded_lines
 
 IGNORE = "IGNORE_TIME_SEGMENT_IN_SCORING"
 
@@ -53,13 +55,14 @@ def segment_id(file: str, channel: str, begin: float, end: float) -> str:
     return f"{file}-{channel}-{round(begin * 100):07d}-{round(end * 100):07d}"
 
 
-def read_stm(path: str, normalizer: Normalizer, optional_deletable: bool = False) -> StmReference:
+def read_stm(path: str, normalizer: Normalizer, optional_deletable: bool = False,
+             encoding: str = "utf-8") -> StmReference:
     words: dict[str, list[str]] = {}
     lines: dict[str, int] = {}
     speakers: dict[str, str] = {}
     optional: dict[str, list[bool]] = {}
     segments: dict[tuple[str, str], list] = {}
-    for lineno, line in iter_lines(path):
+    for lineno, line in decoded_lines(path, encoding):
         if not line.strip() or line.lstrip().startswith(";;"):
             continue
         parts = line.split()
@@ -104,15 +107,18 @@ def read_stm(path: str, normalizer: Normalizer, optional_deletable: bool = False
     return StmReference(Transcript(path, "stm", words, lines), speakers, optional, segments)
 
 
-def read_ctm(path: str, stm: StmReference, normalizer: Normalizer) -> Transcript:
+def read_ctm(path: str, stm: StmReference, normalizer: Normalizer,
+             encoding: str = "utf-8") -> Transcript:
     """Chop a ctm into the stm's segments (see the module docstring); ids are segment ids."""
     per_key: dict[tuple[str, str], list[tuple[float, int, str]]] = {}
-    for lineno, line in iter_lines(path):
+    for lineno, line in decoded_lines(path, encoding):
         if not line.strip() or line.lstrip().startswith(";;"):
             continue
         parts = line.split()
-        if len(parts) not in (5, 6):
+        if len(parts) < 5:
             raise InputError(path, lineno, "expected 'file channel begin duration word [confidence]'")
+        if parts[4][:4].upper() == "<ALT":
+            raise InputError(path, lineno, "ctm alternations (<ALT_BEGIN> ... <ALT_END>) are not supported")
         key = (parts[0], parts[1].lower())
         if key not in stm.segments:
             raise InputError(path, lineno, f"file {parts[0]} channel {parts[1]} has no segment in the reference stm")

@@ -6,13 +6,14 @@ that a score always says how its words were compared.
 
 from __future__ import annotations
 
+import codecs
 import gc
 import unicodedata
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from asrpriv.errors import InputError
 from asrpriv.io.lines import iter_blocks
-from asrpriv.io.trn import parse_trn_line
+from asrpriv.io.trn import parse_trn_text
 
 FORMATS = ("auto", "kaldi", "trn", "nemo")
 
@@ -62,12 +63,17 @@ def _strip_punct(word: str) -> str:
 
 @dataclass
 class Transcript:
-    """Utterances of one file: ``words[id]`` and the 1-based line of each id, in file order."""
+    """Utterances of one file: ``words[id]`` and the 1-based line of each id, in file order.
+
+    ``networks``: trn utterances with alternations ``{ a / b }`` (see
+    :mod:`asrpriv.wer.network`); their ``words`` entry is empty and must not be scored as is.
+    """
 
     path: str | None
     format: str
     words: dict[str, list[str]]
     lines: dict[str, int]
+    networks: dict[str, tuple] = field(default_factory=dict)
 
 
 def _numbered_lines(blocks: list[tuple[int, str]]):
@@ -82,7 +88,7 @@ def detect_format(lines) -> str:
     seen = False
     for _lineno, line in lines:
         stripped = line.rstrip()
-        if not stripped:
+        if not stripped or stripped.lstrip().startswith(";;"):
             continue
         if not seen and stripped.lstrip().startswith("{"):
             return "nemo"
@@ -94,47 +100,118 @@ def detect_format(lines) -> str:
 
 def read_transcript(path: str | None, fmt: str = "auto",
                     normalizer: Normalizer = Normalizer(), field: str = "text",
-                    id_field: str | None = None) -> Transcript:
+                    id_field: str | None = None, *, alternations: bool = True,
+                    fold_ids: bool = False, encoding: str = "utf-8") -> Transcript:
     """Read a transcript; duplicate ids, lines without an id and bad trn ids are errors.
 
     NeMo manifests (JSON lines): the words are the entry's ``field`` (``text`` for
     references, ``pred_text`` for hypotheses), the id its ``id_field`` or, by default, the
     file name of ``audio_filepath`` without extension.
 
-    Case folding applies to the words only, never to utterance ids. Input is decoded in
-    blocks (strict UTF-8, located errors, gzip) by :func:`asrpriv.io.lines.iter_blocks`.
+    Case folding applies to the words only; utterance ids are folded (``str.lower``) only
+    with ``fold_ids`` (sclite matches ids regardless of case). Input is decoded in blocks
+    (strict UTF-8, located errors, gzip) by :func:`asrpriv.io.lines.iter_blocks`, or
+    strictly with ``encoding`` (e.g. ``gb2312``) when it is not UTF-8.
+
+    trn as sclite reads it: ``;;`` lines are comments, ``@`` is the null word (dropped), and
+    alternations ``{ a / b / @ }`` become :attr:`Transcript.networks` entries (with
+    ``alternations``; otherwise, for a hypothesis, they are refused with FILE:LINE).
     """
     if fmt not in FORMATS:
         raise ValueError(f"unknown transcript format {fmt!r}")
+    check_encoding(encoding)
     # millions of small acyclic lists: the cyclic garbage collector would only slow this down
     was_enabled = gc.isenabled()
     gc.disable()
     try:
-        return _read(path, fmt, normalizer, field, id_field)
+        return _read(path, fmt, normalizer, field, id_field, alternations, fold_ids, encoding)
     finally:
         if was_enabled:
             gc.enable()
 
 
+def check_encoding(encoding: str) -> None:
+    """AsrprivError for an encoding name Python does not know."""
+    try:
+        codecs.lookup(encoding)
+    except LookupError:
+        from asrpriv.errors import AsrprivError
+
+        raise AsrprivError(f"unknown encoding {encoding!r} (e.g. utf-8, gb2312, iso-8859-1)") from None
+
+
+def is_utf8(encoding: str) -> bool:
+    return codecs.lookup(encoding).name == "utf-8"
+
+
+def decoded_blocks(path: str | None, encoding: str = "utf-8") -> list[tuple[int, str]]:
+    """``[(first line number, text)]`` of a file: UTF-8 by blocks, else decoded line by line
+    with ``encoding`` (strict; a bad byte is an :class:`InputError` naming its line)."""
+    if is_utf8(encoding):
+        return list(iter_blocks(path))
+    from asrpriv.io.lines import open_binary
+
+    stream = open_binary(path)
+    try:
+        data = stream.read()
+    finally:
+        if path not in (None, "-"):
+            stream.close()
+    out = []
+    for lineno, raw in enumerate(data.split(b"\n"), 1):
+        try:
+            out.append(raw.decode(encoding).rstrip("\r"))
+        except UnicodeDecodeError as err:
+            raise InputError(path, lineno, f"not valid {encoding} (byte {err.start + 1} of the line)") from None
+    return [(1, "\n".join(out))]
+
+
+def decoded_lines(path: str | None, encoding: str = "utf-8"):
+    """``(line number, line)`` pairs, decoded as :func:`decoded_blocks` does."""
+    return _numbered_lines(decoded_blocks(path, encoding))
+
+
 def _read(path: str | None, fmt: str, normalizer: Normalizer, field: str = "text",
-          id_field: str | None = None) -> Transcript:
-    blocks = list(iter_blocks(path))
+          id_field: str | None = None, alternations: bool = True, fold_ids: bool = False,
+          encoding: str = "utf-8") -> Transcript:
+    blocks = decoded_blocks(path, encoding)
     if fmt == "auto":
         fmt = detect_format(_numbered_lines(blocks))
     if fmt == "nemo":
-        return _read_nemo(path, blocks, normalizer, field, id_field)
+        return _read_nemo(path, blocks, normalizer, field, id_field, fold_ids)
     words: dict[str, list[str]] = {}
     where: dict[str, int] = {}
+    networks: dict[str, tuple] = {}
     trn = fmt == "trn"
     lower = normalizer.lowercase
     strip = normalizer.strip_punct
     for lineno, line in _numbered_lines(blocks):
         if trn:
-            if not line.strip():
+            if not line.strip() or line.lstrip().startswith(";;"):
                 continue
-            utt_id, toks = parse_trn_line(line, path, lineno)
-            if lower:
-                toks = [w.lower() for w in toks]
+            utt_id, text = parse_trn_text(line, path, lineno)
+            if "{" in text or "}" in text:
+                from asrpriv.wer.network import parse_alternations, simplify
+
+                segments = parse_alternations(text, path, lineno, hypothesis=not alternations)
+
+                def fold(ws: list[str]) -> list[str]:
+                    ws = [w.lower() for w in ws] if lower else ws
+                    return normalizer.words(ws) if strip else ws
+
+                toks, network = simplify(segments, fold)
+                if network is not None:
+                    networks[_key(utt_id, fold_ids)] = network
+                    toks = []
+            else:
+                toks = text.split()
+                if "@" in toks:
+                    toks = [w for w in toks if w != "@"]
+                if lower:
+                    toks = [w.lower() for w in toks]
+                if strip:
+                    toks = normalizer.words(toks)
+            utt_id = _key(utt_id, fold_ids)
         else:
             if not line or line.isspace():
                 continue
@@ -145,17 +222,23 @@ def _read(path: str | None, fmt: str, normalizer: Normalizer, field: str = "text
             utt_id = parts[0]
             rest = parts[1] if len(parts) > 1 else ""
             toks = (rest.lower() if lower else rest).split()
-        if strip:
-            toks = normalizer.words(toks)
+            if strip:
+                toks = normalizer.words(toks)
+            utt_id = _key(utt_id, fold_ids)
         if utt_id in words:
             raise InputError(path, lineno,
                              f"duplicate utterance id {utt_id!r} (first on line {where[utt_id]})")
         words[utt_id] = toks
         where[utt_id] = lineno
-    return Transcript(path=path, format=fmt, words=words, lines=where)
+    return Transcript(path=path, format=fmt, words=words, lines=where, networks=networks)
 
 
-def _read_nemo(path, blocks, normalizer: Normalizer, field: str, id_field: str | None) -> Transcript:
+def _key(utt_id: str, fold_ids: bool) -> str:
+    return utt_id.lower() if fold_ids else utt_id
+
+
+def _read_nemo(path, blocks, normalizer: Normalizer, field: str, id_field: str | None,
+               fold_ids: bool = False) -> Transcript:
     from asrpriv.io.importers.nemo import iter_manifest, manifest_id
 
     words: dict[str, list[str]] = {}
@@ -163,7 +246,7 @@ def _read_nemo(path, blocks, normalizer: Normalizer, field: str, id_field: str |
     for lineno, entry in iter_manifest(path, _numbered_lines(blocks)):
         if field not in entry:
             raise InputError(path, lineno, f"no {field!r} in this manifest entry")
-        utt_id = manifest_id(entry, id_field, path, lineno)
+        utt_id = _key(manifest_id(entry, id_field, path, lineno), fold_ids)
         if utt_id in words:
             raise InputError(path, lineno,
                              f"duplicate utterance id {utt_id!r} (first on line {where[utt_id]})")
