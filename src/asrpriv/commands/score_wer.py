@@ -109,6 +109,9 @@ def score_wer(ref_path: str, hyp_path: str, compare_path: str | None, input_form
     if subset and missing_as_deletions:
         raise AsrprivError("--subset and --missing-as-deletions contradict each other; give one")
     normalizer = Normalizer(lowercase=lowercase, strip_punct=strip_punct)
+    if input_format == "auto" and _ext(ref_path) == ".ctm":
+        raise AsrprivError(f"{ref_path}: a ctm reference is not supported (sclite aligns two ctm "
+                           "files by time); give an stm or trn reference")
     timed = input_format == "stm" or (input_format == "auto" and _ext(ref_path) == ".stm")
     optional = None
     utt2spk = read_map(utt2spk_path, "speaker") if utt2spk_path else None

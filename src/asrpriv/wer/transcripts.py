@@ -83,14 +83,15 @@ def _numbered_lines(blocks: list[tuple[int, str]]):
 
 
 def detect_format(lines) -> str:
-    """``nemo`` if the first non-blank line is a JSON object, ``trn`` if every non-blank line
-    ends with ``(id)``, else ``kaldi``."""
+    """``nemo`` if the first non-blank line is a JSON object (not a trn line opening with an
+    alternation ``{ a / b } ... (id)``), ``trn`` if every non-blank line ends with ``(id)``
+    (``;;`` comment lines aside), else ``kaldi``."""
     seen = False
     for _lineno, line in lines:
         stripped = line.rstrip()
         if not stripped or stripped.lstrip().startswith(";;"):
             continue
-        if not seen and stripped.lstrip().startswith("{"):
+        if not seen and stripped.lstrip().startswith("{") and not stripped.endswith(")"):
             return "nemo"
         seen = True
         if not stripped.endswith(")") or "(" not in stripped:
@@ -205,6 +206,10 @@ def _read(path: str | None, fmt: str, normalizer: Normalizer, field: str = "text
                     toks = []
             else:
                 toks = text.split()
+                if ";" in text:
+                    from asrpriv.wer.network import strip_all_tags
+
+                    toks = strip_all_tags(toks)
                 if "@" in toks:
                     toks = [w for w in toks if w != "@"]
                 if lower:
