@@ -89,8 +89,8 @@ def score_wer(ref_path: str, hyp_path: str, compare_path: str | None, input_form
     the result. A reference id without hypothesis counts as all deletions and is reported
     (trn REF and HYP: left out and reported, as sclite does); a hypothesis id without
     reference is an error unless --allow-extra. Empty hypotheses are valid. trn as sclite
-    reads it: ';;' comment lines, '@' null words, reference alternations '{ a / b / @ }'
-    (an utterance whose equally cheap alternatives give different counts is refused, exit 2).
+    reads it: ';;' comment lines, '@' null words, alternations '{ a / b / @ }' (an
+    utterance whose equally cheap alternatives give different counts is refused, exit 2).
     The report carries a signature of the normalization and the version.
     """
     from asrpriv.io.kaldi import read_map
@@ -137,10 +137,8 @@ def score_wer(ref_path: str, hyp_path: str, compare_path: str | None, input_form
         fmt = input_format
         opts = dict(fold_ids=ignore_id_case, encoding=encoding)
         ref = read_transcript(ref_path, fmt, normalizer, "text", id_field, **opts)
-        hyp = read_transcript(hyp_path, fmt, normalizer, "pred_text", id_field,
-                              alternations=False, **opts)
-        other = (read_transcript(compare_path, fmt, normalizer, "pred_text", id_field,
-                                 alternations=False, **opts)
+        hyp = read_transcript(hyp_path, fmt, normalizer, "pred_text", id_field, **opts)
+        other = (read_transcript(compare_path, fmt, normalizer, "pred_text", id_field, **opts)
                  if compare_path else None)
     if not ref.words:
         raise InputError(ref_path, None, "empty input: expected reference transcripts")
@@ -201,10 +199,10 @@ def _bootstrap(ref, hyp, other, optional, utt2spk, n, unit, level, seed) -> dict
     opt = optional or {}
 
     def counts(h):
-        if ref.networks:
+        if ref.networks or h.networks:
             out = {}
             for u in ref.words:
-                n, s, d, i = network_counts(ref, u, h.words.get(u, empty))
+                n, s, d, i = network_counts(ref, u, h.words.get(u, empty), h.networks.get(u))
                 out[u] = (s + d + i, n)
             return out
         return {u: (sum(utterance_counts(r, h.words.get(u, empty), opt.get(u))), len(r))

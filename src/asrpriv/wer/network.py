@@ -16,9 +16,10 @@ substitutions fix S, D and I given the cost); if they do not, which one sclite r
 depends on its network back-trace, which is not reproduced here, so the utterance is
 refused (:class:`AmbiguousNetwork`) rather than given a possibly different number.
 
-Not supported (refused when read, see :func:`parse_alternations`): nested alternations,
-alternations in a hypothesis (sclite then aligns two networks), an empty alternative
-written without ``@``.
+A trn hypothesis may carry alternations too (sclite then aligns two networks): every pair
+of reference and hypothesis strings is costed, with the same rule for ties. Not supported
+(refused when read, see :func:`parse_alternations`): nested alternations and an empty
+alternative written without ``@``.
 """
 
 from __future__ import annotations
@@ -175,30 +176,39 @@ def shortest(network: Network) -> int:
     return sum(min(len(a) for a in seg) if isinstance(seg, tuple) else 1 for seg in network)
 
 
-def count_network(network: Network, hyp: Sequence[str]) -> tuple[int, int, int, int]:
-    """``(ref_words, S, D, I)`` of sclite's alignment of ``hyp`` to ``network``.
+def count_network(network: Network | None, hyp: Sequence[str],
+                  hyp_network: Network | None = None,
+                  ref: Sequence[str] = ()) -> tuple[int, int, int, int]:
+    """``(ref_words, S, D, I)`` of sclite's alignment of a hypothesis to a reference.
 
-    Raises :class:`AmbiguousNetwork` when equally cheap alternatives give different counts,
-    ValueError when the network has too many combinations.
+    The reference is ``network`` (or the plain words ``ref`` when it is None); the
+    hypothesis is ``hyp_network`` (alternations in a hypothesis, sclite aligning two
+    networks) or the plain words ``hyp``. Every pair of word strings is costed with sclite's
+    weights and the cheapest pair wins. Raises :class:`AmbiguousNetwork` when equally cheap
+    pairs give different counts, ValueError when there are too many combinations.
     """
-    strings = expansions(network)
-    costs = [Levenshtein.distance(e, hyp, weights=SCLITE_WEIGHTS) for e in strings]
+    refs = expansions(network) if network is not None else [tuple(ref)]
+    hyps = expansions(hyp_network) if hyp_network is not None else [tuple(hyp)]
+    if len(refs) * len(hyps) > MAX_EXPANSIONS:
+        raise ValueError(f"more than {MAX_EXPANSIONS} combinations of alternatives")
+    pairs = [(r, h) for r in refs for h in hyps]
+    costs = [Levenshtein.distance(r, h, weights=SCLITE_WEIGHTS) for r, h in pairs]
     best = min(costs)
-    cands = [e for e, c in zip(strings, costs) if c == best]
+    cands = [p for p, c in zip(pairs, costs) if c == best]
     if len(cands) == 1:
-        s, d, i = count_errors(list(cands[0]), list(hyp))
-        return len(cands[0]), s, d, i
+        r, h = cands[0]
+        s, d, i = count_errors(list(r), list(h))
+        return len(r), s, d, i
     outcomes = set()
-    for e in cands:
-        lo, hi = _sub_range(e, hyp)
-        outcomes.update({(len(e), lo), (len(e), hi)})
+    for r, h in cands:
+        lo, hi = _sub_range(r, h)
+        outcomes.update({(len(r), len(h), lo), (len(r), len(h), hi)})
         if len(outcomes) > 1:
             raise AmbiguousNetwork(
                 "alternatives tie in sclite's cost but give different counts "
-                f"(reference lengths/substitutions {sorted(outcomes)}); sclite's choice "
+                f"(ref words, hyp words, substitutions: {sorted(outcomes)}); sclite's choice "
                 "between them is not reproduced")
-    (n, s), = outcomes
-    m = len(hyp)
+    (n, m, s), = outcomes
     d_plus_i = (best - SCLITE_WEIGHTS[2] * s) // SCLITE_WEIGHTS[0]
     d = (d_plus_i + n - m) // 2
     return n, s, d, d_plus_i - d

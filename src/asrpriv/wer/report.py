@@ -173,14 +173,17 @@ def score(ref: Transcript, hyp: Transcript, normalizer: Normalizer, *,
         from asrpriv.errors import AsrprivError
 
         raise AsrprivError("optionally deletable words (-D) are not supported with --details or --compare")
-    networks = ref.networks
-    if networks and (paths or compare is not None):
-        first = next(iter(networks))
-        raise InputError(ref.path, ref.lines.get(first),
-                         "reference alternations { a / b } are not supported with --details or "
-                         "--compare (per-word paths through alternatives are not sclite's)")
+    networks = ref.networks or hyp.networks
+    for t in (ref, hyp, compare):
+        if t is not None and t.networks and (paths or compare is not None):
+            first = next(iter(t.networks))
+            raise InputError(t.path, t.lines.get(first),
+                             "alternations { a / b } are not supported with --details or "
+                             "--compare (per-word paths through alternatives are not sclite's)")
     if networks:
-        per_utt = ((u, *network_counts(ref, u, hwords.get(u, empty))) for u in ref.words)
+        hnets = hyp.networks
+        per_utt = ((u, *network_counts(ref, u, hwords.get(u, empty), hnets.get(u)))
+                   for u in ref.words)
         per_utt = ((u, n, (s, d, i)) for u, n, s, d, i in per_utt)
     elif optional:
         per_utt = ((u, len(r), utterance_counts(r, hwords.get(u, empty), optional.get(u)))
@@ -220,20 +223,22 @@ def score(ref: Transcript, hyp: Transcript, normalizer: Normalizer, *,
     return report
 
 
-def network_counts(ref: Transcript, utt: str, hyp: list[str]) -> tuple[int, int, int, int]:
-    """``(ref_words, S, D, I)`` of utterance ``utt``, through its alternations if it has any.
+def network_counts(ref: Transcript, utt: str, hyp: list[str],
+                   hyp_network: tuple | None = None) -> tuple[int, int, int, int]:
+    """``(ref_words, S, D, I)`` of utterance ``utt``, through alternations where there are any
+    (the reference's, and ``hyp_network``, a hypothesis' own).
 
     An utterance whose alternatives tie with different counts is an :class:`InputError`
     naming the reference line (see :mod:`asrpriv.wer.network`).
     """
     network = ref.networks.get(utt)
     words = ref.words[utt]
-    if network is None:
+    if network is None and hyp_network is None:
         return (len(words), *count_errors(words, hyp))
     from asrpriv.wer.network import AmbiguousNetwork, count_network
 
     try:
-        return count_network(network, hyp)
+        return count_network(network, hyp, hyp_network, words)
     except (AmbiguousNetwork, ValueError) as err:
         raise InputError(ref.path, ref.lines.get(utt),
                          f"utterance {utt!r}: {err}; refused rather than scored differently "
