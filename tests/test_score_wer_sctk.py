@@ -341,9 +341,22 @@ def test_trn_missing_hypotheses_left_out_as_sclite(tmp_path):
         assert (peer["sentences"], peer["ref_words"]) == (2, 5)
 
 
+def test_ignore_id_case(tmp_path):
+    r, h = tmp_path / "r.trn", tmp_path / "h.trn"
+    r.write_text("a b (Utt1)\nc (utt2)\n")
+    h.write_text("a x (UTT1)\nc (UTT2)\n")
+    proc = run_proc(["score-wer", "--ref", str(r), "--hyp", str(h)])
+    assert_one_line_error(proc, f"{h}:1:", "only in case", "--ignore-id-case")
+    code, out, err = score("--ref", r, "--hyp", h, "--ignore-id-case")
+    assert code == 0 and (out["sentences"], out["substitutions"]) == (2, 1)
+    h.write_text("a b (UTT1)\nc (utt1)\n")
+    proc = run_proc(["score-wer", "--ref", str(r), "--hyp", str(h), "--ignore-id-case"])
+    assert_one_line_error(proc, f"{h}:2:", "duplicate utterance id 'utt1'")
+
+
 def test_encoding_errors_name_the_line(tmp_path):
     code, out, err = score("--ref", SCTK / "mand_ref.stm", "--hyp", SCTK / "mand_hyp.ctm")
-    assert code == 2 and "mand_ref.stm:" in err
+    assert code == 2 and "mand_ref.stm:2:" in err and "UTF-8" in err and "--encoding" in err
     proc = run_proc(["score-wer", "--ref", str(SCTK / "mand_ref.stm"),
                      "--hyp", str(SCTK / "mand_hyp.ctm"), "--encoding", "no-such-codec"])
     assert_one_line_error(proc, "no-such-codec")

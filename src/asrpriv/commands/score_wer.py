@@ -103,7 +103,7 @@ def score_wer(ref_path: str, hyp_path: str, compare_path: str | None, input_form
         raise AsrprivError("only one input can be standard input ('-')")
     from asrpriv.errors import InputError
 
-    from asrpriv.wer.transcripts import check_encoding
+    from asrpriv.wer.transcripts import check_encoding, is_utf8
 
     check_encoding(encoding)
     if subset and missing_as_deletions:
@@ -115,31 +115,37 @@ def score_wer(ref_path: str, hyp_path: str, compare_path: str | None, input_form
     timed = input_format == "stm" or (input_format == "auto" and _ext(ref_path) == ".stm")
     optional = None
     utt2spk = read_map(utt2spk_path, "speaker") if utt2spk_path else None
-    if timed:
-        from asrpriv.wer.sclite_time import read_ctm, read_stm
+    try:
+        if timed:
+            from asrpriv.wer.sclite_time import read_ctm, read_stm
 
-        for p in (hyp_path, compare_path):
-            if p is not None and input_format == "auto" and _ext(p) != ".ctm":
-                raise AsrprivError(f"{p}: an stm reference needs ctm hypotheses (name them .ctm "
-                                   "or give --input-format stm)")
-        stm = read_stm(ref_path, normalizer, optional_deletable, encoding)
-        ref = stm.transcript
-        hyp = read_ctm(hyp_path, stm, normalizer, encoding)
-        other = read_ctm(compare_path, stm, normalizer, encoding) if compare_path else None
-        optional = stm.optional or None
-        if utt2spk is None:
-            utt2spk = stm.speakers
-        if subset:
-            raise AsrprivError("--subset does not apply to ctm hypotheses (every stm segment is scored)")
-    else:
-        if optional_deletable:
-            raise AsrprivError("--optional-deletable applies to stm references")
-        fmt = input_format
-        opts = dict(fold_ids=ignore_id_case, encoding=encoding)
-        ref = read_transcript(ref_path, fmt, normalizer, "text", id_field, **opts)
-        hyp = read_transcript(hyp_path, fmt, normalizer, "pred_text", id_field, **opts)
-        other = (read_transcript(compare_path, fmt, normalizer, "pred_text", id_field, **opts)
-                 if compare_path else None)
+            for p in (hyp_path, compare_path):
+                if p is not None and input_format == "auto" and _ext(p) != ".ctm":
+                    raise AsrprivError(f"{p}: an stm reference needs ctm hypotheses (name them .ctm "
+                                       "or give --input-format stm)")
+            stm = read_stm(ref_path, normalizer, optional_deletable, encoding)
+            ref = stm.transcript
+            hyp = read_ctm(hyp_path, stm, normalizer, encoding)
+            other = read_ctm(compare_path, stm, normalizer, encoding) if compare_path else None
+            optional = stm.optional or None
+            if utt2spk is None:
+                utt2spk = stm.speakers
+            if subset:
+                raise AsrprivError("--subset does not apply to ctm hypotheses (every stm segment is scored)")
+        else:
+            if optional_deletable:
+                raise AsrprivError("--optional-deletable applies to stm references")
+            fmt = input_format
+            opts = dict(fold_ids=ignore_id_case, encoding=encoding)
+            ref = read_transcript(ref_path, fmt, normalizer, "text", id_field, **opts)
+            hyp = read_transcript(hyp_path, fmt, normalizer, "pred_text", id_field, **opts)
+            other = (read_transcript(compare_path, fmt, normalizer, "pred_text", id_field, **opts)
+                     if compare_path else None)
+    except InputError as err:
+        if "not valid UTF-8" in err.detail and is_utf8(encoding):
+            raise InputError(err.path, err.line, err.detail + "; --encoding names another "
+                             "encoding (e.g. gb2312, iso-8859-1)") from None
+        raise
     if not ref.words:
         raise InputError(ref_path, None, "empty input: expected reference transcripts")
     sclite_subset = (not subset and not missing_as_deletions and not timed
