@@ -191,6 +191,13 @@ def test_alternations_are_never_words(tmp_path):
             assert code == 2 and "nested" in stderr
         else:
             assert code == 0 and (out["ref_words"], out["errors"]) == (wrd, err_count), hyp
+    # Kaldi text with an alternation: refused, not scored as words
+    k = tmp_path / "r.txt"
+    k.write_text("u1 a { b / c d / @ } e\n")
+    (tmp_path / "h.txt").write_text("u1 a b e\n")
+    for fmt in ("auto", "kaldi"):
+        assert_one_line_error(run_proc(["score-wer", "--input-format", fmt, "--ref", str(k),
+                                        "--hyp", str(tmp_path / "h.txt")]), f"{k}:1:", "alternation")
     # per-word paths through alternatives are not sclite's: refused, not printed
     (tmp_path / "h.trn").write_text("a b e (u1)\n")
     details = run_proc(["score-wer", "--ref", str(r), "--hyp", str(tmp_path / "h.trn"),

@@ -150,8 +150,9 @@ def decoded_blocks(path: str | None, encoding: str = "utf-8") -> list[tuple[int,
     with ``encoding`` (strict; a bad byte is an :class:`InputError` naming its line)."""
     if is_utf8(encoding):
         return list(iter_blocks(path))
-    from asrpriv.io.lines import open_binary
+    from asrpriv.io.lines import _too_long, max_line_bytes, open_binary
 
+    limit = max_line_bytes()
     stream = open_binary(path)
     try:
         data = stream.read()
@@ -160,6 +161,8 @@ def decoded_blocks(path: str | None, encoding: str = "utf-8") -> list[tuple[int,
             stream.close()
     out = []
     for lineno, raw in enumerate(data.split(b"\n"), 1):
+        if len(raw) > limit:
+            raise _too_long(path, lineno, limit)
         try:
             out.append(raw.decode(encoding).rstrip("\r"))
         except UnicodeDecodeError as err:
@@ -226,6 +229,10 @@ def _read(path: str | None, fmt: str, normalizer: Normalizer, field: str = "text
             parts = line.split(None, 1)
             utt_id = parts[0]
             rest = parts[1] if len(parts) > 1 else ""
+            if "{" in rest and "/" in rest and "}" in rest:
+                raise InputError(path, lineno, "looks like an sclite alternation { a / b }: "
+                                 "alternations are read from trn files (word ... (utt_id)), "
+                                 "not scored as words here")
             toks = (rest.lower() if lower else rest).split()
             if strip:
                 toks = normalizer.words(toks)
