@@ -135,7 +135,7 @@ def read_ctm(path: str, stm: StmReference, normalizer: Normalizer,
     """Chop a ctm into the stm's segments (see the module docstring); ids are segment ids."""
     per_key: dict[tuple[str, str], list[tuple[float, int, str]]] = {}
     for lineno, line in decoded_lines(path, encoding):
-        if not line.strip() or line.lstrip().startswith(";;"):
+        if not line.strip() or line.lstrip().startswith(";"):  # sclite fillmrks.c comment_char
             continue
         parts = line.split()
         if len(parts) < 5:
