@@ -230,9 +230,8 @@ def _band(ref: Sequence, hyp: Sequence) -> tuple[int, int]:
 _INF = 1 << 50
 
 
-def _row_pointers(np, prev, hyp_ids, word_id: int, a: int, lo: int, hi: int,
-                  out_cur, out_back) -> None:
-    """Row ``a`` of the programme over columns ``lo..hi``, vectorized.
+def _row_pointers(np, prev, hyp_ids, word_id: int, lo: int, hi: int, out_cur, out_back) -> None:
+    """One row of the programme (reference word ``word_id``) over columns ``lo..hi``, vectorized.
 
     ``cur[b] = min(t[b], cur[b-1] + 3)`` with ``t = min(sub, del)`` has the closed form
     ``cur[b] = 3 b + min_{k<=b} (t[k] - 3 k)`` (a running minimum), so a row needs no Python
@@ -258,8 +257,8 @@ def _row_pointers(np, prev, hyp_ids, word_id: int, a: int, lo: int, hi: int,
     out_cur[lo:hi + 1] = t
     # insertion candidates: the left neighbour (outside the band on the first column)
     ins = np.empty(hi - b0 + 1, dtype=np.int64)
-    ins[1:] = t[b0 - lo:-1] + ins_w if hi > b0 else ins[1:]
     if len(ins):
+        ins[1:] = t[b0 - lo:-1] + ins_w
         ins[0] = (t[b0 - lo - 1] if b0 > lo else _INF) + ins_w
     diag = (sub <= dele) & (sub <= ins)
     back = np.where(dele < ins, 1, 2).astype(np.uint8)
@@ -272,9 +271,10 @@ def _row_pointers(np, prev, hyp_ids, word_id: int, a: int, lo: int, hi: int,
 def _align_checkpointed(ref: Sequence, hyp: Sequence) -> list[Step]:
     """:func:`_align_full`'s path, banded (:func:`_band`) with checkpointed rows.
 
-    Memory O(w sqrt(n)) for a band of w columns (w <= m + 1): the costs of every k-th row
-    (k about sqrt(n)) in the band, and one block of k rows of back pointers at a time during
-    the back-trace; twice the arithmetic of one pass over the band.
+    Memory O(sqrt(n) (w + m)) for a band of w columns (w <= m + 1): the band costs of every
+    k-th row (k about sqrt(n), 8 bytes a cell), and one block of k rows of back pointers
+    (1 byte a cell) at a time during the back-trace; twice the arithmetic of one pass over
+    the band.
     """
     import math
 
@@ -299,7 +299,6 @@ def _align_checkpointed(ref: Sequence, hyp: Sequence) -> list[Step]:
     checkpoints[0] = (lo0, prev[lo0:hi0 + 1].copy())
     cur = np.full(m + 1, _INF, dtype=np.int64)
     scratch = np.empty(m + 1, dtype=np.uint8)
-    spans = [(lo0, hi0), (lo0, hi0)]  # what prev and cur hold (cur: nothing yet but INF)
 
     def step(a, prev, cur, cur_span, back_row):
         lo, hi = cols(a)
@@ -310,7 +309,7 @@ def _align_checkpointed(ref: Sequence, hyp: Sequence) -> list[Step]:
             cur[old_lo:min(lo, old_hi + 1)] = _INF
         if old_hi > hi:
             cur[max(hi + 1, old_lo):old_hi + 1] = _INF
-        _row_pointers(np, prev, hyp_ids, ref_ids[a - 1], a, lo, hi, cur, back_row)
+        _row_pointers(np, prev, hyp_ids, ref_ids[a - 1], lo, hi, cur, back_row)
         return lo, hi
 
     prev_span = (lo0, hi0)
@@ -321,7 +320,6 @@ def _align_checkpointed(ref: Sequence, hyp: Sequence) -> list[Step]:
         cur_span, prev_span = prev_span, span
         if a % k == 0:
             checkpoints[a] = (span[0], prev[span[0]:span[1] + 1].copy())
-    del spans
     path: list[Step] = []
     a, b = n, m
     while a > 0 or b > 0:
