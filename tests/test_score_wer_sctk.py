@@ -31,6 +31,7 @@ Cases of ``tsclite.sh`` (sclite's test script) and ``ascliteTest.pl``:
 | CT-basic | basic.trn (commented out in ascliteTest.pl) | plain | refused: nested alternation / empty alternative |
 | test13, 13_D, 13_a, 13_aD | ctm reference against ctm (-T) | a .ctm REF | refused: ctm reference |
 | test1a/1b/1c/1d, 2, 4, 5, 7_1-7_5, 8, 9-12, 10_1, 14_*, 15_b | sgml input, weights, -d diff, txt, -S, -c, -m | no such option | not applicable |
+| CT-rttmstm-i-x-x; asclite-only runs (overlap, mdm04, isg, sastt, generic, todebug) | rttm input, overlap/speaker alignment | no such format | not applicable |
 """
 
 from __future__ import annotations
