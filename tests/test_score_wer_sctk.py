@@ -25,6 +25,7 @@ Cases of ``tsclite.sh`` (sclite's test script) and ``ascliteTest.pl``:
 | test16_3/4/5/8/9, test3/3a/3b | hyp ctm with <ALT_BEGIN> alternations | plain | refused: ctm alternations (lvc files not bundled; same rule) |
 | test7, test7_r, test7_noD, test7_6, test7-utf8-* | tests.ref/.hyp, -F -D | plain | refused: nested alternations |
 | CT-trn-i-x-x | asclite trn.ref/trn.hyp, per utterance (alternations in ref and hyp) | plain | 50 utterances equal, 3 refused (TRN_REFUSED below: nested alternations) |
+| CT-trn-i-x-D | the same, -D | -D | 33 equal (all 26 with optional reference words), 20 refused (TRN_REFUSED_D: reference alternations, or a hypothesis '(word)', with -D) |
 | CT-stmctm-i-x-x | asclite stmctm.stm/.ctm | plain | refused: ctm alternations |
 | asclite basic.stm/basic.ctm | 8-field ctm | plain | refused (ctm alternations); sclite fails too (SHOW_3 not in stm) |
 | asclite basic.stm + basic.ctm's lines 1-12 | 8-field ctm (conf, type, speaker) | plain | equal: 4 segments, 10 words, 0 errors (by reading; sclite cross-check) |
@@ -277,6 +278,11 @@ def test_sclite_also_fails_on_test16_1():
 
 #: utterances of asclite's trn.ref/trn.hyp that score-wer refuses, and why
 TRN_REFUSED = {"h_1": "nested", "h_2": "nested", "i_3": "nested"}
+#: with -D: every utterance with an alternation in the reference, and the nested hypothesis
+TRN_REFUSED_D = {u: "-D" for u in ("f_0", "f_1", "f_2", "f_3", "f_4", "f_5", "f_6", "g_0",
+                                   "g_1", "h_0", "h_1", "h_2", "i_3", "i_4", "i_5", "alt-1",
+                                   "alt-2", "alt-3", "alt-6")}
+TRN_REFUSED_D["comb-2"] = "parentheses with -D"  # a hypothesis word '(d)
 
 
 def _trn_lines(path: Path) -> dict[str, str]:
@@ -287,8 +293,13 @@ def _trn_lines(path: Path) -> dict[str, str]:
     return out
 
 
-def test_asclite_trn_cases_equal_or_refused(tmp_path):
-    expected = sgml_scores(ASCLITE / "CT-trn-i-x-x.sgml")
+@pytest.mark.parametrize("case, flags, refused", [
+    ("CT-trn-i-x-x", (), TRN_REFUSED),
+    # sclite -D: '(word)' optionally deletable; alternations with -D are refused here
+    ("CT-trn-i-x-D", ("-D",), TRN_REFUSED_D),
+])
+def test_asclite_trn_cases_equal_or_refused(tmp_path, case, flags, refused):
+    expected = sgml_scores(ASCLITE / f"{case}.sgml")
     ref, hyp = _trn_lines(ASCLITE / "trn.ref"), _trn_lines(ASCLITE / "trn.hyp")
     assert set(expected) == set(ref) == set(hyp)
     table = {}
@@ -296,7 +307,7 @@ def test_asclite_trn_cases_equal_or_refused(tmp_path):
         r, h = tmp_path / "r.trn", tmp_path / "h.trn"
         r.write_text(ref[utt] + "\n")
         h.write_text(hyp[utt] + "\n")
-        code, out, err = score("--ref", r, "--hyp", h)
+        code, out, err = score("--ref", r, "--hyp", h, *flags)
         if code == 0:
             got = (out["correct"], out["substitutions"], out["deletions"], out["insertions"])
             assert got == expected[utt], (utt, ref[utt], hyp[utt])
@@ -304,9 +315,8 @@ def test_asclite_trn_cases_equal_or_refused(tmp_path):
         else:
             assert code == 2 and err.count("\n") == 1 and ("r.trn:1:" in err or "h.trn:1:" in err), err
             table[utt] = err
-    refused = {u for u, v in table.items() if v != "equal"}
-    assert refused == set(TRN_REFUSED)
-    for utt, why in TRN_REFUSED.items():
+    assert {u for u, v in table.items() if v != "equal"} == set(refused)
+    for utt, why in refused.items():
         assert why in table[utt], (utt, table[utt])
 
 

@@ -28,8 +28,8 @@ from asrpriv.options import (FiniteFloat, check_output_path, common_options, out
               help="NeMo manifests: field holding the utterance id (default: the audio file "
                    "name without extension).")
 @click.option("-D", "--optional-deletable", is_flag=True,
-              help="stm: reference words in parentheses, (uh), are optionally deletable: "
-                   "deleting them counts as correct (sclite -D).")
+              help="stm and trn: reference words in parentheses, (uh), are optionally "
+                   "deletable: deleting them counts as correct (sclite -D).")
 @click.option("--subset", is_flag=True,
               help="Score only the reference utterances present in HYP (as sclite does with trn "
                    "and tune-weights with its N-best list); the others are reported, not counted. "
@@ -133,14 +133,18 @@ def score_wer(ref_path: str, hyp_path: str, compare_path: str | None, input_form
             if subset:
                 raise AsrprivError("--subset does not apply to ctm hypotheses (every stm segment is scored)")
         else:
-            if optional_deletable:
-                raise AsrprivError("--optional-deletable applies to stm references")
             fmt = input_format
             opts = dict(fold_ids=ignore_id_case, encoding=encoding)
-            ref = read_transcript(ref_path, fmt, normalizer, "text", id_field, **opts)
+            ref = read_transcript(ref_path, fmt, normalizer, "text", id_field,
+                                  optional_deletable=optional_deletable, **opts)
+            if optional_deletable and ref.format != "trn":
+                raise AsrprivError("--optional-deletable applies to stm and trn references")
+            optional = ref.optional or None
             hyp = read_transcript(hyp_path, fmt, normalizer, "pred_text", id_field, **opts)
             other = (read_transcript(compare_path, fmt, normalizer, "pred_text", id_field, **opts)
                      if compare_path else None)
+            if optional_deletable:
+                _no_parenthesized_words(hyp)
     except InputError as err:
         if "not valid UTF-8" in err.detail and is_utf8(encoding):
             raise InputError(err.path, err.line, err.detail + "; --encoding names another "
@@ -184,6 +188,17 @@ def score_wer(ref_path: str, hyp_path: str, compare_path: str | None, input_form
             write_details(report, ref, hyp, f)
     with open_output(output) as f:
         (write_json if out_format == "json" else write_text)(report, f)
+
+
+def _no_parenthesized_words(hyp) -> None:
+    """-D: sclite also reads '(word)' in a hypothesis as 'word'; refused, not reproduced."""
+    from asrpriv.errors import InputError
+
+    for u, words in hyp.words.items():
+        for w in words:
+            if len(w) > 2 and w[0] == "(" and w[-1] == ")":
+                raise InputError(hyp.path, hyp.lines.get(u), f"hypothesis word {w!r} in "
+                                 "parentheses with -D: sclite's reading of it is not reproduced")
 
 
 def _ext(path: str | None) -> str:

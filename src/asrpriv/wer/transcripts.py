@@ -74,6 +74,9 @@ class Transcript:
     words: dict[str, list[str]]
     lines: dict[str, int]
     networks: dict[str, tuple] = field(default_factory=dict)
+    #: with ``optional_deletable`` (sclite ``-D``): per trn utterance with ``(word)`` tokens,
+    #: which words may be deleted at no error
+    optional: dict[str, list[bool]] = field(default_factory=dict)
 
 
 def _numbered_lines(blocks: list[tuple[int, str]]):
@@ -102,7 +105,8 @@ def detect_format(lines) -> str:
 def read_transcript(path: str | None, fmt: str = "auto",
                     normalizer: Normalizer = Normalizer(), field: str = "text",
                     id_field: str | None = None, *, alternations: bool = True,
-                    fold_ids: bool = False, encoding: str = "utf-8") -> Transcript:
+                    fold_ids: bool = False, encoding: str = "utf-8",
+                    optional_deletable: bool = False) -> Transcript:
     """Read a transcript; duplicate ids, lines without an id and bad trn ids are errors.
 
     NeMo manifests (JSON lines): the words are the entry's ``field`` (``text`` for
@@ -116,7 +120,9 @@ def read_transcript(path: str | None, fmt: str = "auto",
 
     trn as sclite reads it: ``;;`` lines are comments, ``@`` is the null word (dropped), and
     alternations ``{ a / b / @ }`` become :attr:`Transcript.networks` entries (with
-    ``alternations``; otherwise, for a hypothesis, they are refused with FILE:LINE).
+    ``alternations``; otherwise they are refused with FILE:LINE). With ``optional_deletable``
+    (sclite ``-D``), a trn word in parentheses, ``(uh)``, is the word ``uh`` flagged in
+    :attr:`Transcript.optional`.
     """
     if fmt not in FORMATS:
         raise ValueError(f"unknown transcript format {fmt!r}")
@@ -125,7 +131,8 @@ def read_transcript(path: str | None, fmt: str = "auto",
     was_enabled = gc.isenabled()
     gc.disable()
     try:
-        return _read(path, fmt, normalizer, field, id_field, alternations, fold_ids, encoding)
+        return _read(path, fmt, normalizer, field, id_field, alternations, fold_ids, encoding,
+                     optional_deletable)
     finally:
         if was_enabled:
             gc.enable()
@@ -177,7 +184,7 @@ def decoded_lines(path: str | None, encoding: str = "utf-8"):
 
 def _read(path: str | None, fmt: str, normalizer: Normalizer, field: str = "text",
           id_field: str | None = None, alternations: bool = True, fold_ids: bool = False,
-          encoding: str = "utf-8") -> Transcript:
+          encoding: str = "utf-8", optional_deletable: bool = False) -> Transcript:
     blocks = decoded_blocks(path, encoding)
     if fmt == "auto":
         fmt = detect_format(_numbered_lines(blocks))
@@ -186,6 +193,7 @@ def _read(path: str | None, fmt: str, normalizer: Normalizer, field: str = "text
     words: dict[str, list[str]] = {}
     where: dict[str, int] = {}
     networks: dict[str, tuple] = {}
+    optional: dict[str, list[bool]] = {}
     trn = fmt == "trn"
     lower = normalizer.lowercase
     strip = normalizer.strip_punct
@@ -195,6 +203,9 @@ def _read(path: str | None, fmt: str, normalizer: Normalizer, field: str = "text
                 continue
             utt_id, text = parse_trn_text(line, path, lineno)
             if "{" in text or "}" in text:
+                if optional_deletable:
+                    raise InputError(path, lineno, "alternations { a / b } together with -D "
+                                     "(optionally deletable words) are not supported")
                 from asrpriv.wer.network import parse_alternations, simplify
 
                 segments = parse_alternations(text, path, lineno, hypothesis=not alternations)
@@ -217,8 +228,19 @@ def _read(path: str | None, fmt: str, normalizer: Normalizer, field: str = "text
                     toks = [w for w in toks if w != "@"]
                 if lower:
                     toks = [w.lower() for w in toks]
+                flags = None
+                if optional_deletable and "(" in text:
+                    flags = [len(w) > 2 and w[0] == "(" and w[-1] == ")" for w in toks]
+                    toks = [w[1:-1] if f else w for w, f in zip(toks, flags)]
                 if strip:
-                    toks = normalizer.words(toks)
+                    if flags is None:
+                        toks = normalizer.words(toks)
+                    else:
+                        kept = [(normalizer.words([w]), f) for w, f in zip(toks, flags)]
+                        toks = [w[0] for w, _f in kept if w]
+                        flags = [f for w, f in kept if w]
+                if flags is not None and any(flags):
+                    optional[_key(utt_id, fold_ids)] = flags
             utt_id = _key(utt_id, fold_ids)
         else:
             if not line or line.isspace():
@@ -242,7 +264,8 @@ def _read(path: str | None, fmt: str, normalizer: Normalizer, field: str = "text
                              f"duplicate utterance id {utt_id!r} (first on line {where[utt_id]})")
         words[utt_id] = toks
         where[utt_id] = lineno
-    return Transcript(path=path, format=fmt, words=words, lines=where, networks=networks)
+    return Transcript(path=path, format=fmt, words=words, lines=where, networks=networks,
+                      optional=optional)
 
 
 def _key(utt_id: str, fold_ids: bool) -> str:
