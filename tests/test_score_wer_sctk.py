@@ -25,7 +25,8 @@ Cases of ``tsclite.sh`` (sclite's test script) and ``ascliteTest.pl``:
 | test16_3/4/5/8/9, test3/3a/3b | hyp ctm with <ALT_BEGIN> alternations | plain | refused: ctm alternations (lvc files not bundled; same rule) |
 | test7, test7_r, test7_noD, test7_6, test7-utf8-* | tests.ref/.hyp, -F -D | plain | refused: nested alternations |
 | CT-trn-i-x-x | asclite trn.ref/trn.hyp, per utterance (alternations in ref and hyp) | plain | 50 utterances equal, 3 refused (TRN_REFUSED below: nested alternations) |
-| CT-trn-i-x-D | the same, -D | -D | 33 equal (all 26 with optional reference words), 20 refused (TRN_REFUSED_D: reference alternations, or a hypothesis '(word)', with -D) |
+| CT-trn-i-x-D, CT-trn-s-x-D | the same, -D (and -s, case-sensitive) | -D (--no-lowercase) | 33 equal (all 26 with optional reference words), 20 refused (TRN_REFUSED_D: reference alternations, or a hypothesis '(word)', with -D) |
+| CT-trn-i-F-x, -i-F-D, -s-F-x, -s-F-D | -F (fragments) | no such option | not applicable |
 | CT-stmctm-i-x-x | asclite stmctm.stm/.ctm | plain | refused: ctm alternations |
 | asclite basic.stm/basic.ctm | 8-field ctm | plain | refused (ctm alternations); sclite fails too (SHOW_3 not in stm) |
 | asclite basic.stm + basic.ctm's lines 1-12 | 8-field ctm (conf, type, speaker) | plain | equal: 4 segments, 10 words, 0 errors (by reading; sclite cross-check) |
@@ -297,6 +298,8 @@ def _trn_lines(path: Path) -> dict[str, str]:
     ("CT-trn-i-x-x", (), TRN_REFUSED),
     # sclite -D: '(word)' optionally deletable; alternations with -D are refused here
     ("CT-trn-i-x-D", ("-D",), TRN_REFUSED_D),
+    # sclite -s (case-sensitive) -D
+    ("CT-trn-s-x-D", ("--no-lowercase", "-D"), TRN_REFUSED_D),
 ])
 def test_asclite_trn_cases_equal_or_refused(tmp_path, case, flags, refused):
     expected = sgml_scores(ASCLITE / f"{case}.sgml")
