@@ -28,11 +28,22 @@ from asrpriv.options import (FiniteFloat, check_output_path, common_options, out
               help="NeMo manifests: field holding the utterance id (default: the audio file "
                    "name without extension).")
 @click.option("-D", "--optional-deletable", is_flag=True,
-              help="stm: reference words in parentheses, (uh), are optionally deletable: "
-                   "deleting them counts as correct (sclite -D).")
+              help="stm and trn: reference words in parentheses, (uh), are optionally "
+                   "deletable: deleting them counts as correct (sclite -D).")
 @click.option("--subset", is_flag=True,
               help="Score only the reference utterances present in HYP (as sclite does with trn "
-                   "and tune-weights with its N-best list); the others are reported, not counted.")
+                   "and tune-weights with its N-best list); the others are reported, not counted. "
+                   "The default when REF and HYP are both trn (sclite's rule).")
+@click.option("--missing-as-deletions", is_flag=True,
+              help="trn REF and HYP: count reference utterances without hypothesis as all "
+                   "deletions (the default for the other formats) instead of leaving them out "
+                   "as sclite does.")
+@click.option("--ignore-id-case", is_flag=True,
+              help="Match utterance ids regardless of case (as sclite does); ids are reported "
+                   "in lower case.")
+@click.option("--encoding", default="utf-8", show_default=True, metavar="NAME",
+              help="Character encoding of REF/HYP/HYP2 (sclite -e), e.g. gb2312, iso-8859-1; "
+                   "a byte that is not valid in it is an error naming FILE:LINE.")
 @click.option("--bootstrap", "bootstrap_n", type=click.IntRange(min=1), default=None, metavar="N",
               help="Add bootstrap percentile confidence intervals from N resamples: of the WER "
                    "and, with --compare, of WER(A) - WER(B) (paired resampling).")
@@ -65,7 +76,9 @@ from asrpriv.options import (FiniteFloat, check_output_path, common_options, out
 @output_option
 @common_options
 def score_wer(ref_path: str, hyp_path: str, compare_path: str | None, input_format: str,
-              id_field: str | None, optional_deletable: bool, subset: bool, bootstrap_n: int | None,
+              id_field: str | None, optional_deletable: bool, subset: bool,
+              missing_as_deletions: bool, ignore_id_case: bool, encoding: str,
+              bootstrap_n: int | None,
               bootstrap_unit: str, confidence_level: float, seed: int | None,
               out_format: str, lowercase: bool, strip_punct: bool, utt2spk_path: str | None,
               details_path: str | None, allow_extra: bool, alpha: float, output: str) -> None:
@@ -73,9 +86,12 @@ def score_wer(ref_path: str, hyp_path: str, compare_path: str | None, input_form
 
     Alignments are sclite's (insertion/deletion cost 3, substitution 4), so counts equal
     sclite's; plain scoring uses RapidFuzz and re-aligns only where sclite's weights change
-    the result. A reference id without hypothesis counts as all deletions and is reported;
-    a hypothesis id without reference is an error unless --allow-extra. Empty hypotheses
-    are valid. The report carries a signature of the normalization and the version.
+    the result. A reference id without hypothesis counts as all deletions and is reported
+    (trn REF and HYP: left out and reported, as sclite does); a hypothesis id without
+    reference is an error unless --allow-extra. Empty hypotheses are valid. trn as sclite
+    reads it: ';;' comment lines, '@' null words, alternations '{ a / b / @ }' (an
+    utterance whose equally cheap alternatives give different counts is refused, exit 2).
+    The report carries a signature of the normalization and the version.
     """
     from asrpriv.io.kaldi import read_map
     from asrpriv.io.output import open_output
@@ -87,36 +103,70 @@ def score_wer(ref_path: str, hyp_path: str, compare_path: str | None, input_form
         raise AsrprivError("only one input can be standard input ('-')")
     from asrpriv.errors import InputError
 
+    from asrpriv.wer.transcripts import check_encoding, is_utf8
+
+    check_encoding(encoding)
+    if subset and missing_as_deletions:
+        raise AsrprivError("--subset and --missing-as-deletions contradict each other; give one")
     normalizer = Normalizer(lowercase=lowercase, strip_punct=strip_punct)
+    if input_format == "auto" and _ext(ref_path) == ".ctm":
+        raise AsrprivError(f"{ref_path}: a ctm reference is not supported (sclite aligns two ctm "
+                           "files by time); give an stm or trn reference")
     timed = input_format == "stm" or (input_format == "auto" and _ext(ref_path) == ".stm")
     optional = None
     utt2spk = read_map(utt2spk_path, "speaker") if utt2spk_path else None
-    if timed:
-        from asrpriv.wer.sclite_time import read_ctm, read_stm
+    try:
+        if timed:
+            from asrpriv.wer.sclite_time import read_ctm, read_stm
 
-        for p in (hyp_path, compare_path):
-            if p is not None and input_format == "auto" and _ext(p) != ".ctm":
-                raise AsrprivError(f"{p}: an stm reference needs ctm hypotheses (name them .ctm "
-                                   "or give --input-format stm)")
-        stm = read_stm(ref_path, normalizer, optional_deletable)
-        ref = stm.transcript
-        hyp = read_ctm(hyp_path, stm, normalizer)
-        other = read_ctm(compare_path, stm, normalizer) if compare_path else None
-        optional = stm.optional or None
-        if utt2spk is None:
-            utt2spk = stm.speakers
-        if subset:
-            raise AsrprivError("--subset does not apply to ctm hypotheses (every stm segment is scored)")
-    else:
-        if optional_deletable:
-            raise AsrprivError("--optional-deletable applies to stm references")
-        fmt = input_format
-        ref = read_transcript(ref_path, fmt, normalizer, "text", id_field)
-        hyp = read_transcript(hyp_path, fmt, normalizer, "pred_text", id_field)
-        other = (read_transcript(compare_path, fmt, normalizer, "pred_text", id_field)
-                 if compare_path else None)
+            for p in (hyp_path, compare_path):
+                if p is not None and input_format == "auto" and _ext(p) != ".ctm":
+                    raise AsrprivError(f"{p}: an stm reference needs ctm hypotheses (name them .ctm "
+                                       "or give --input-format stm)")
+            stm = read_stm(ref_path, normalizer, optional_deletable, encoding)
+            ref = stm.transcript
+            hyp = read_ctm(hyp_path, stm, normalizer, encoding)
+            other = read_ctm(compare_path, stm, normalizer, encoding) if compare_path else None
+            optional = stm.optional or None
+            if utt2spk is None:
+                utt2spk = stm.speakers
+            if subset:
+                raise AsrprivError("--subset does not apply to ctm hypotheses (every stm segment is scored)")
+        else:
+            fmt = input_format
+            opts = dict(fold_ids=ignore_id_case, encoding=encoding)
+            ref = read_transcript(ref_path, fmt, normalizer, "text", id_field,
+                                  optional_deletable=optional_deletable, **opts)
+            if optional_deletable and ref.format != "trn":
+                raise AsrprivError("--optional-deletable applies to stm and trn references")
+            optional = ref.optional or None
+            hyp = read_transcript(hyp_path, fmt, normalizer, "pred_text", id_field, **opts)
+            other = (read_transcript(compare_path, fmt, normalizer, "pred_text", id_field, **opts)
+                     if compare_path else None)
+            if optional_deletable:
+                _no_parenthesized_words(hyp)
+    except InputError as err:
+        if "not valid UTF-8" in err.detail and is_utf8(encoding):
+            raise InputError(err.path, err.line, err.detail + "; --encoding names another "
+                             "encoding (e.g. gb2312, iso-8859-1)") from None
+        raise
     if not ref.words:
         raise InputError(ref_path, None, "empty input: expected reference transcripts")
+    sclite_subset = (not subset and not missing_as_deletions and not timed
+                     and ref.format == "trn" and hyp.format == "trn"
+                     and (other is None or other.format == "trn"))
+    if (sclite_subset and any(u not in hyp.words for u in ref.words)
+            and (allow_extra or all(u in ref.words for u in hyp.words))):
+        if other is not None and set(hyp.words) != set(other.words):
+            raise AsrprivError("trn: HYP and HYP2 hold different utterances; give --subset or "
+                               "--missing-as-deletions to say how to score the others")
+        kept = {u: w for u, w in ref.words.items() if u in hyp.words}
+        if not kept:
+            raise InputError(hyp_path, None, "no hypothesis id is in the reference")
+        warn(f"trn: {len(ref.words) - len(kept)} reference utterance(s) without hypothesis left "
+             "out of the score, as sclite does with trn files (--missing-as-deletions counts "
+             "them as deletions)")
+        ref.words = kept
     if subset:
         kept = {u: w for u, w in ref.words.items() if u in hyp.words}
         dropped = len(ref.words) - len(kept)
@@ -140,6 +190,17 @@ def score_wer(ref_path: str, hyp_path: str, compare_path: str | None, input_form
         (write_json if out_format == "json" else write_text)(report, f)
 
 
+def _no_parenthesized_words(hyp) -> None:
+    """-D: sclite also reads '(word)' in a hypothesis as 'word'; refused, not reproduced."""
+    from asrpriv.errors import InputError
+
+    for u, words in hyp.words.items():
+        for w in words:
+            if len(w) > 2 and w[0] == "(" and w[-1] == ")":
+                raise InputError(hyp.path, hyp.lines.get(u), f"hypothesis word {w!r} in "
+                                 "parentheses with -D: sclite's reading of it is not reproduced")
+
+
 def _ext(path: str | None) -> str:
     import os
 
@@ -153,10 +214,18 @@ def _bootstrap(ref, hyp, other, optional, utt2spk, n, unit, level, seed) -> dict
     from asrpriv.wer.bootstrap import bootstrap, unit_totals
     from asrpriv.wer.report import utterance_counts
 
+    from asrpriv.wer.report import network_counts
+
     empty: list[str] = []
     opt = optional or {}
 
     def counts(h):
+        if ref.networks or h.networks:
+            out = {}
+            for u in ref.words:
+                n, s, d, i = network_counts(ref, u, h.words.get(u, empty), h.networks.get(u))
+                out[u] = (s + d + i, n)
+            return out
         return {u: (sum(utterance_counts(r, h.words.get(u, empty), opt.get(u))), len(r))
                 for u, r in ref.words.items()}
 

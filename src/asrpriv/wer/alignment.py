@@ -12,11 +12,16 @@ Two ways to align, with the same result wherever it matters:
   sclite cost ``3 E + S`` (E = S + D + I errors) is compared with RapidFuzz's weighted
   distance (weights 3, 3, 4); if it is higher, the utterance is re-aligned with
   :func:`sclite_align` (between the common prefix and suffix), so the counts are those of a
-  sclite-optimal alignment.
+  sclite-optimal alignment. Long utterances (more than :data:`LARGE_CELLS` cells) with two
+  or more substitutions go to :func:`sclite_align` directly (banded, see below): the
+  weighted distance would cost as much as the alignment.
 * :func:`sclite_align`: a port of sclite's ``Network_dpalign`` for two word strings (no
   alternations), including its tie-breaking (substitution/match first, then deletion, then
   insertion) and back-trace, for per-word alignments (``--details``, MAPSSWE). RapidFuzz
-  cannot back-trace a weighted distance, so this one is written here.
+  cannot back-trace a weighted distance, so this one is written here. Long utterances use a
+  banded, checkpointed form of the same programme (same path, memory O(w sqrt n) for a band
+  of w columns instead of the (n+1)(m+1) byte table: a 30,000-word line takes tens of MB,
+  not 0.9 GB).
 
 Known difference with sclite: alignments with the same sclite cost ``3 E + S`` can still
 split it differently (two substitutions more and one deletion/insertion pair less keeps E; in
@@ -62,6 +67,10 @@ def count_errors(ref: Sequence, hyp: Sequence) -> tuple[int, int, int]:
         else:
             ins += 1
     if subs >= 2:
+        if (len(ref) + 1) * (len(hyp) + 1) > LARGE_CELLS:
+            # RapidFuzz's weighted distance is a full O(n m) programme here; the banded
+            # sclite alignment costs about the same and is exact, so use it directly
+            return _sclite_counts(ref, hyp)
         errors = subs + dels + ins
         if Levenshtein.distance(ref, hyp, weights=SCLITE_WEIGHTS) < 3 * errors + subs:
             return _sclite_counts(ref, hyp)
@@ -118,6 +127,12 @@ def counts_of(path: Sequence[Step]) -> tuple[int, int, int]:
     return subs, dels, ins
 
 
+#: above this many DP cells (reference x hypothesis words), :func:`sclite_align` runs the
+#: row-vectorized, checkpointed programme (:func:`_align_checkpointed`) instead of the
+#: pure-Python one; both give the same path
+LARGE_CELLS = 40_000
+
+
 def sclite_align(ref: Sequence, hyp: Sequence) -> list[Step]:
     """Align ``hyp`` to ``ref`` exactly as sclite does; return the path in order.
 
@@ -126,10 +141,23 @@ def sclite_align(ref: Sequence, hyp: Sequence) -> list[Step]:
     resolved as sclite's ``calculate_internal_cells`` does (match/substitution if not worse
     than both, else deletion if strictly better than insertion, else insertion); the margins
     are pure insertions (a = 0) and deletions (b = 0). Back-trace from ``(len(ref), len(hyp))``.
+
+    Memory: short utterances keep every back pointer (``(n+1)(m+1)`` bytes); above
+    :data:`LARGE_CELLS` cells the programme keeps only every k-th row of costs (k about
+    sqrt(n)) and recomputes one block of k rows of back pointers at a time during the
+    back-trace, so memory is O(m sqrt(n)) instead of O(n m) (a 30,000-word line: ~25 MB
+    instead of ~0.9 GB), for twice the arithmetic. Same pointers, so the same path.
     """
-    n, m = len(ref), len(hyp)
     if ref == hyp:
-        return [("C", i, i) for i in range(n)]
+        return [("C", i, i) for i in range(len(ref))]
+    if (len(ref) + 1) * (len(hyp) + 1) > LARGE_CELLS:
+        return _align_checkpointed(ref, hyp)
+    return _align_full(ref, hyp)
+
+
+def _align_full(ref: Sequence, hyp: Sequence) -> list[Step]:
+    """The whole back-pointer table in memory (pure Python; for short utterances)."""
+    n, m = len(ref), len(hyp)
     ins_w, del_w, sub_w = SCLITE_WEIGHTS
     # back pointers: 0 = diagonal, 1 = deletion (up), 2 = insertion (left)
     back = [bytearray(m + 1) for _ in range(n + 1)]
@@ -172,5 +200,158 @@ def sclite_align(ref: Sequence, hyp: Sequence) -> list[Step]:
         else:
             b -= 1
             path.append(("I", -1, b))
+    path.reverse()
+    return path
+
+
+def _band(ref: Sequence, hyp: Sequence) -> tuple[int, int]:
+    """Diagonals ``d = b - a`` that a cheapest path can visit: ``[d_lo, d_hi]``.
+
+    A cell (a, b) costs at least ``3 |a - b|`` to reach and ``3 |(n - a) - (m - b)|`` to
+    leave, so on a path of cost at most ``C`` it has ``|d| + |(m - n) - d| <= C / 3``. ``C``
+    is bounded by the sclite cost of RapidFuzz's unit alignment, ``3 E + S`` (fast,
+    bit-parallel). Every cell of every cheapest path, and every predecessor that ties for
+    such a cell's minimum, lies inside; cells outside can only be costlier, so leaving
+    them out (infinite cost) changes no pointer that the back-trace follows.
+    """
+    subs = other = 0
+    for op in Levenshtein.editops(ref, hyp):
+        if op.tag == "replace":
+            subs += 1
+        else:
+            other += 1
+    bound = 3 * (subs + other) + subs
+    reach = bound // 3 + 1
+    delta = len(hyp) - len(ref)
+    return (delta - reach) // 2 - 1, (delta + reach + 1) // 2 + 1
+
+
+#: "infinite" cost of a cell outside the band
+_INF = 1 << 50
+
+
+def _row_pointers(np, prev, hyp_ids, word_id: int, lo: int, hi: int, out_cur, out_back) -> None:
+    """One row of the programme (reference word ``word_id``) over columns ``lo..hi``, vectorized.
+
+    ``cur[b] = min(t[b], cur[b-1] + 3)`` with ``t = min(sub, del)`` has the closed form
+    ``cur[b] = 3 b + min_{k<=b} (t[k] - 3 k)`` (a running minimum), so a row needs no Python
+    loop. The pointer of each cell applies sclite's tie rule to (sub, del, ins) with
+    ``ins = cur[b-1] + 3``, exactly as :func:`_align_full` does. Columns outside ``lo..hi``
+    of ``prev`` hold :data:`_INF`; only ``out_cur[lo:hi+1]`` and ``out_back[lo:hi+1]`` are
+    written.
+    """
+    ins_w, del_w, sub_w = SCLITE_WEIGHTS
+    width = hi - lo + 1
+    t = np.empty(width, dtype=np.int64)
+    b0 = lo
+    if lo == 0:
+        t[0] = prev[0] + del_w
+        b0 = 1
+    sub = prev[b0 - 1:hi] + np.where(hyp_ids[b0 - 1:hi] == word_id, 0, sub_w)
+    dele = prev[b0:hi + 1] + del_w
+    np.minimum(sub, dele, out=t[b0 - lo:])
+    ramp = np.arange(lo, hi + 1, dtype=np.int64) * ins_w
+    t -= ramp
+    np.minimum.accumulate(t, out=t)
+    t += ramp
+    out_cur[lo:hi + 1] = t
+    # insertion candidates: the left neighbour (outside the band on the first column)
+    ins = np.empty(hi - b0 + 1, dtype=np.int64)
+    if len(ins):
+        ins[1:] = t[b0 - lo:-1] + ins_w
+        ins[0] = (t[b0 - lo - 1] if b0 > lo else _INF) + ins_w
+    diag = (sub <= dele) & (sub <= ins)
+    back = np.where(dele < ins, 1, 2).astype(np.uint8)
+    back[diag] = 0
+    if lo == 0:
+        out_back[0] = 1
+    out_back[b0:hi + 1] = back
+
+
+def _align_checkpointed(ref: Sequence, hyp: Sequence) -> list[Step]:
+    """:func:`_align_full`'s path, banded (:func:`_band`) with checkpointed rows.
+
+    Memory O(sqrt(n) (w + m)) for a band of w columns (w <= m + 1): the band costs of every
+    k-th row (k about sqrt(n), 8 bytes a cell), and one block of k rows of back pointers
+    (1 byte a cell) at a time during the back-trace; twice the arithmetic of one pass over
+    the band.
+    """
+    import math
+
+    import numpy as np
+
+    n, m = len(ref), len(hyp)
+    ids: dict = {}
+    hyp_ids = np.fromiter((ids.setdefault(w, len(ids)) for w in hyp), dtype=np.int64, count=m)
+    ref_ids = [ids.get(w, -1) for w in ref]
+    ins_w = SCLITE_WEIGHTS[0]
+    d_lo, d_hi = _band(ref, hyp)
+
+    def cols(a: int) -> tuple[int, int]:
+        return max(0, a + d_lo), min(m, a + d_hi)
+
+    k = max(1, math.isqrt(n))
+    # band costs of rows 0, k, 2k, ... (row a = a reference words consumed): (lo, costs)
+    checkpoints: dict[int, tuple[int, np.ndarray]] = {}
+    prev = np.full(m + 1, _INF, dtype=np.int64)
+    lo0, hi0 = cols(0)
+    prev[lo0:hi0 + 1] = np.arange(lo0, hi0 + 1, dtype=np.int64) * ins_w
+    checkpoints[0] = (lo0, prev[lo0:hi0 + 1].copy())
+    cur = np.full(m + 1, _INF, dtype=np.int64)
+    scratch = np.empty(m + 1, dtype=np.uint8)
+
+    def step(a, prev, cur, cur_span, back_row):
+        lo, hi = cols(a)
+        if lo > hi:
+            raise AssertionError("empty band")  # cannot happen: (n, m) is always inside
+        old_lo, old_hi = cur_span
+        if old_lo < lo:
+            cur[old_lo:min(lo, old_hi + 1)] = _INF
+        if old_hi > hi:
+            cur[max(hi + 1, old_lo):old_hi + 1] = _INF
+        _row_pointers(np, prev, hyp_ids, ref_ids[a - 1], lo, hi, cur, back_row)
+        return lo, hi
+
+    prev_span = (lo0, hi0)
+    cur_span = (0, m)  # cur is all INF; resetting it again is harmless
+    for a in range(1, n + 1):
+        span = step(a, prev, cur, cur_span, scratch)
+        prev, cur = cur, prev
+        cur_span, prev_span = prev_span, span
+        if a % k == 0:
+            checkpoints[a] = (span[0], prev[span[0]:span[1] + 1].copy())
+    path: list[Step] = []
+    a, b = n, m
+    while a > 0 or b > 0:
+        if a == 0:
+            b -= 1
+            path.append(("I", -1, b))
+            continue
+        # recompute the pointers of rows start+1 .. a (the block holding row a)
+        start = ((a - 1) // k) * k
+        rows = a - start
+        back = np.zeros((rows + 1, m + 1), dtype=np.uint8)
+        lo_s, costs = checkpoints[start]
+        prev = np.full(m + 1, _INF, dtype=np.int64)
+        prev[lo_s:lo_s + len(costs)] = costs
+        cur = np.full(m + 1, _INF, dtype=np.int64)
+        prev_span, cur_span = (lo_s, lo_s + len(costs) - 1), (0, m)
+        for r in range(1, rows + 1):
+            span = step(start + r, prev, cur, cur_span, back[r])
+            prev, cur = cur, prev
+            cur_span, prev_span = prev_span, span
+        while a > start and (a > 0 or b > 0):
+            move = back[a - start, b] if b > 0 else 1
+            if move == 0:
+                a -= 1
+                b -= 1
+                path.append(("C" if ref[a] == hyp[b] else "S", a, b))
+            elif move == 1:
+                a -= 1
+                path.append(("D", a, -1))
+            else:
+                b -= 1
+                path.append(("I", -1, b))
+        del back
     path.reverse()
     return path

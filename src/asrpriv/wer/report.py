@@ -110,9 +110,12 @@ def check_ids(ref: Transcript, hyp: Transcript, allow_extra: bool,
     extra = [u for u in hyp.words if u in extra_set] if extra_set else []
     if extra and not allow_extra:
         first = extra[0]
+        folded = {u.lower() for u in ref.lines}
+        hint = ("; ids differ from the reference only in case: --ignore-id-case matches them"
+                if first.lower() in folded else "")
         raise InputError(hyp.path, hyp.lines[first],
                          f"utterance id {first!r} is not in the reference "
-                         f"({len(extra)} such ids; --allow-extra ignores them)")
+                         f"({len(extra)} such ids; --allow-extra ignores them{hint})")
     missing_set = ref.words.keys() - hyp.words.keys()
     missing = [u for u in ref.words if u in missing_set] if missing_set else []
     if warn:
@@ -170,7 +173,19 @@ def score(ref: Transcript, hyp: Transcript, normalizer: Normalizer, *,
         from asrpriv.errors import AsrprivError
 
         raise AsrprivError("optionally deletable words (-D) are not supported with --details or --compare")
-    if optional:
+    networks = ref.networks or hyp.networks
+    for t in (ref, hyp, compare):
+        if t is not None and t.networks and (paths or compare is not None):
+            first = next(iter(t.networks))
+            raise InputError(t.path, t.lines.get(first),
+                             "alternations { a / b } are not supported with --details or "
+                             "--compare (per-word paths through alternatives are not sclite's)")
+    if networks:
+        hnets = hyp.networks
+        per_utt = ((u, *network_counts(ref, u, hwords.get(u, empty), hnets.get(u)))
+                   for u in ref.words)
+        per_utt = ((u, n, (s, d, i)) for u, n, s, d, i in per_utt)
+    elif optional:
         per_utt = ((u, len(r), utterance_counts(r, hwords.get(u, empty), optional.get(u)))
                    for u, r in ref.words.items())
     elif paths or compare is not None:
@@ -179,7 +194,7 @@ def score(ref: Transcript, hyp: Transcript, normalizer: Normalizer, *,
     else:
         per_utt = ((u, len(r), count_errors(r, hwords.get(u, empty)))
                    for u, r in ref.words.items())
-    if speakers is None and all_paths is None and not optional:
+    if speakers is None and all_paths is None and not optional and not networks:
         (totals.sentences, totals.sentence_errors, totals.ref_words, totals.substitutions,
          totals.deletions, totals.insertions) = count_totals(
             zip(ref.words.values(), map(hwords.get, ref.words, repeat(empty))))
@@ -206,6 +221,28 @@ def score(ref: Transcript, hyp: Transcript, normalizer: Normalizer, *,
         report.compare = compare_dict(result, totals, totals_b, _name(compare.path),
                                       missing_b, extra_b)
     return report
+
+
+def network_counts(ref: Transcript, utt: str, hyp: list[str],
+                   hyp_network: tuple | None = None) -> tuple[int, int, int, int]:
+    """``(ref_words, S, D, I)`` of utterance ``utt``, through alternations where there are any
+    (the reference's, and ``hyp_network``, a hypothesis' own).
+
+    An utterance whose alternatives tie with different counts is an :class:`InputError`
+    naming the reference line (see :mod:`asrpriv.wer.network`).
+    """
+    network = ref.networks.get(utt)
+    words = ref.words[utt]
+    if network is None and hyp_network is None:
+        return (len(words), *count_errors(words, hyp))
+    from asrpriv.wer.network import AmbiguousNetwork, count_network
+
+    try:
+        return count_network(network, hyp, hyp_network, words)
+    except (AmbiguousNetwork, ValueError) as err:
+        raise InputError(ref.path, ref.lines.get(utt),
+                         f"utterance {utt!r}: {err}; refused rather than scored differently "
+                         "from sclite") from None
 
 
 def utterance_counts(ref: list[str], hyp: list[str], optional: list[bool] | None = None):

@@ -7,9 +7,13 @@ reference word in parentheses, ``(uh)``, is optionally deletable: deleting it co
 correct, as does matching it; it stays in the reference word count (sclite's ``# Wrd``).
 Without it, ``(uh)`` is a word like any other, as in sclite without ``-D``. ``%HESITATION``
 is an ordinary word (sclite gives it no meaning without a GLM filter). Transcript
-alternations ``{ a / b }`` are not supported (an error).
+alternations ``{ a / b / @ }`` are scored as in trn (:mod:`asrpriv.wer.network`; not with
+``-D``); word tags (``word;tag``) are stripped as sclite does.
 
-ctm (hypothesis): ``file channel begin duration word [confidence]``. Words are chopped into
+ctm (hypothesis): ``file channel begin duration word [confidence [more fields]]``: as sclite
+(``fillmrks.c``) reads it, fields after the word (confidence, and the type/speaker fields of
+asclite's 8-field ctm) do not change the score; ctm alternations (``<ALT_BEGIN>``) are
+refused. Words are chopped into
 the stm segments of their file and channel (channels compared case-insensitively) as sclite
 does: a word belongs to the first segment, in time order, whose end is after the
 word's midpoint (so a word between two segments, or with its midpoint exactly on a
@@ -25,8 +29,7 @@ import bisect
 from dataclasses import dataclass, field
 
 from asrpriv.errors import InputError
-from asrpriv.io.lines import iter_lines
-from asrpriv.wer.transcripts import Normalizer, Transcript
+from asrpriv.wer.transcripts import Normalizer, Transcript, decoded_lines
 
 IGNORE = "IGNORE_TIME_SEGMENT_IN_SCORING"
 
@@ -53,13 +56,15 @@ def segment_id(file: str, channel: str, begin: float, end: float) -> str:
     return f"{file}-{channel}-{round(begin * 100):07d}-{round(end * 100):07d}"
 
 
-def read_stm(path: str, normalizer: Normalizer, optional_deletable: bool = False) -> StmReference:
+def read_stm(path: str, normalizer: Normalizer, optional_deletable: bool = False,
+             encoding: str = "utf-8") -> StmReference:
     words: dict[str, list[str]] = {}
     lines: dict[str, int] = {}
     speakers: dict[str, str] = {}
     optional: dict[str, list[bool]] = {}
     segments: dict[tuple[str, str], list] = {}
-    for lineno, line in iter_lines(path):
+    networks: dict[str, tuple] = {}
+    for lineno, line in decoded_lines(path, encoding):
         if not line.strip() or line.lstrip().startswith(";;"):
             continue
         parts = line.split()
@@ -77,48 +82,79 @@ def read_stm(path: str, normalizer: Normalizer, optional_deletable: bool = False
         if toks == [IGNORE]:
             segments.setdefault(key, []).append((begin, end, None))
             continue
-        if any(t in ("{", "}", "/") or t.startswith("{") for t in toks):
-            raise InputError(path, lineno, "transcript alternations { a / b } are not supported")
-        flags = []
-        if optional_deletable:
-            out = []
-            for t in toks:
-                is_opt = len(t) > 2 and t.startswith("(") and t.endswith(")")
-                out.append(t[1:-1] if is_opt else t)
-                flags.append(is_opt)
-            toks = out
-        toks = [normalizer.line(t) for t in toks]
-        if normalizer.strip_punct:
-            kept = [(w, f) for w, f in zip(toks, flags or [False] * len(toks)) if normalizer.words([w])]
-            toks = [normalizer.words([w])[0] for w, _f in kept]
-            flags = [f for _w, f in kept]
+        network = None
+        text = " ".join(toks)
+        if "{" in text or "}" in text:
+            if optional_deletable:
+                raise InputError(path, lineno, "alternations { a / b } together with -D "
+                                 "(optionally deletable words) are not supported")
+            from asrpriv.wer.network import parse_alternations, simplify
+
+            def fold(ws: list[str]) -> list[str]:
+                return normalizer.words([normalizer.line(w) for w in ws])
+
+            toks, network = simplify(parse_alternations(text, path, lineno), fold)
+            toks = toks or []
+            flags = []
+        else:
+            if ";" in text:
+                from asrpriv.wer.network import strip_all_tags
+
+                toks = strip_all_tags(toks)
+            if "@" in toks:
+                toks = [t for t in toks if t != "@"]
+            flags = []
+            if optional_deletable:
+                out = []
+                for t in toks:
+                    is_opt = len(t) > 2 and t.startswith("(") and t.endswith(")")
+                    out.append(t[1:-1] if is_opt else t)
+                    flags.append(is_opt)
+                toks = out
+            toks = [normalizer.line(t) for t in toks]
+            if normalizer.strip_punct:
+                kept = [(w, f) for w, f in zip(toks, flags or [False] * len(toks)) if normalizer.words([w])]
+                toks = [normalizer.words([w])[0] for w, _f in kept]
+                flags = [f for _w, f in kept]
         uid = segment_id(file, channel, begin, end)
         if uid in words:
             raise InputError(path, lineno, f"two segments of {file} {channel} at {begin}-{end}")
         words[uid], lines[uid], speakers[uid] = toks, lineno, speaker
+        if network is not None:
+            networks[uid] = network
         if any(flags):
             optional[uid] = flags
         segments.setdefault(key, []).append((begin, end, uid))
     for segs in segments.values():
         segs.sort(key=lambda s: (s[0], s[1]))
-    return StmReference(Transcript(path, "stm", words, lines), speakers, optional, segments)
+    return StmReference(Transcript(path, "stm", words, lines, networks), speakers, optional, segments)
 
 
-def read_ctm(path: str, stm: StmReference, normalizer: Normalizer) -> Transcript:
+def read_ctm(path: str, stm: StmReference, normalizer: Normalizer,
+             encoding: str = "utf-8") -> Transcript:
     """Chop a ctm into the stm's segments (see the module docstring); ids are segment ids."""
     per_key: dict[tuple[str, str], list[tuple[float, int, str]]] = {}
-    for lineno, line in iter_lines(path):
-        if not line.strip() or line.lstrip().startswith(";;"):
+    for lineno, line in decoded_lines(path, encoding):
+        if not line.strip() or line.lstrip().startswith(";"):  # sclite fillmrks.c comment_char
             continue
         parts = line.split()
-        if len(parts) not in (5, 6):
+        if len(parts) < 5:
             raise InputError(path, lineno, "expected 'file channel begin duration word [confidence]'")
+        if parts[4][:4].upper() == "<ALT":
+            raise InputError(path, lineno, "ctm alternations (<ALT_BEGIN> ... <ALT_END>) are not supported")
         key = (parts[0], parts[1].lower())
         if key not in stm.segments:
             raise InputError(path, lineno, f"file {parts[0]} channel {parts[1]} has no segment in the reference stm")
         begin = _time(parts[2], path, lineno, "begin")
         dur = _time(parts[3], path, lineno, "duration")
-        per_key.setdefault(key, []).append((begin + dur / 2.0, lineno, normalizer.line(parts[4])))
+        word = parts[4]
+        if ";" in word:
+            from asrpriv.wer.network import strip_tags
+
+            word = strip_tags(word)
+            if not word:
+                continue
+        per_key.setdefault(key, []).append((begin + dur / 2.0, lineno, normalizer.line(word)))
     words: dict[str, list[str]] = {}
     lines: dict[str, int] = {}
     for key, items in per_key.items():

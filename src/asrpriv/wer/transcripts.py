@@ -6,13 +6,14 @@ that a score always says how its words were compared.
 
 from __future__ import annotations
 
+import codecs
 import gc
 import unicodedata
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from asrpriv.errors import InputError
 from asrpriv.io.lines import iter_blocks
-from asrpriv.io.trn import parse_trn_line
+from asrpriv.io.trn import parse_trn_text
 
 FORMATS = ("auto", "kaldi", "trn", "nemo")
 
@@ -62,12 +63,20 @@ def _strip_punct(word: str) -> str:
 
 @dataclass
 class Transcript:
-    """Utterances of one file: ``words[id]`` and the 1-based line of each id, in file order."""
+    """Utterances of one file: ``words[id]`` and the 1-based line of each id, in file order.
+
+    ``networks``: trn utterances with alternations ``{ a / b }`` (see
+    :mod:`asrpriv.wer.network`); their ``words`` entry is empty and must not be scored as is.
+    """
 
     path: str | None
     format: str
     words: dict[str, list[str]]
     lines: dict[str, int]
+    networks: dict[str, tuple] = field(default_factory=dict)
+    #: with ``optional_deletable`` (sclite ``-D``): per trn utterance with ``(word)`` tokens,
+    #: which words may be deleted at no error
+    optional: dict[str, list[bool]] = field(default_factory=dict)
 
 
 def _numbered_lines(blocks: list[tuple[int, str]]):
@@ -77,14 +86,15 @@ def _numbered_lines(blocks: list[tuple[int, str]]):
 
 
 def detect_format(lines) -> str:
-    """``nemo`` if the first non-blank line is a JSON object, ``trn`` if every non-blank line
-    ends with ``(id)``, else ``kaldi``."""
+    """``nemo`` if the first non-blank line is a JSON object (not a trn line opening with an
+    alternation ``{ a / b } ... (id)``), ``trn`` if every non-blank line ends with ``(id)``
+    (``;;`` comment lines aside), else ``kaldi``."""
     seen = False
     for _lineno, line in lines:
         stripped = line.rstrip()
-        if not stripped:
+        if not stripped or stripped.lstrip().startswith(";;"):
             continue
-        if not seen and stripped.lstrip().startswith("{"):
+        if not seen and stripped.lstrip().startswith("{") and not stripped.endswith(")"):
             return "nemo"
         seen = True
         if not stripped.endswith(")") or "(" not in stripped:
@@ -94,47 +104,144 @@ def detect_format(lines) -> str:
 
 def read_transcript(path: str | None, fmt: str = "auto",
                     normalizer: Normalizer = Normalizer(), field: str = "text",
-                    id_field: str | None = None) -> Transcript:
+                    id_field: str | None = None, *, alternations: bool = True,
+                    fold_ids: bool = False, encoding: str = "utf-8",
+                    optional_deletable: bool = False) -> Transcript:
     """Read a transcript; duplicate ids, lines without an id and bad trn ids are errors.
 
     NeMo manifests (JSON lines): the words are the entry's ``field`` (``text`` for
     references, ``pred_text`` for hypotheses), the id its ``id_field`` or, by default, the
     file name of ``audio_filepath`` without extension.
 
-    Case folding applies to the words only, never to utterance ids. Input is decoded in
-    blocks (strict UTF-8, located errors, gzip) by :func:`asrpriv.io.lines.iter_blocks`.
+    Case folding applies to the words only; utterance ids are folded (``str.lower``) only
+    with ``fold_ids`` (sclite matches ids regardless of case). Input is decoded in blocks
+    (strict UTF-8, located errors, gzip) by :func:`asrpriv.io.lines.iter_blocks`, or
+    strictly with ``encoding`` (e.g. ``gb2312``) when it is not UTF-8.
+
+    trn as sclite reads it: ``;;`` lines are comments, ``@`` is the null word (dropped), and
+    alternations ``{ a / b / @ }`` become :attr:`Transcript.networks` entries (with
+    ``alternations``; otherwise they are refused with FILE:LINE). With ``optional_deletable``
+    (sclite ``-D``), a trn word in parentheses, ``(uh)``, is the word ``uh`` flagged in
+    :attr:`Transcript.optional`.
     """
     if fmt not in FORMATS:
         raise ValueError(f"unknown transcript format {fmt!r}")
+    check_encoding(encoding)
     # millions of small acyclic lists: the cyclic garbage collector would only slow this down
     was_enabled = gc.isenabled()
     gc.disable()
     try:
-        return _read(path, fmt, normalizer, field, id_field)
+        return _read(path, fmt, normalizer, field, id_field, alternations, fold_ids, encoding,
+                     optional_deletable)
     finally:
         if was_enabled:
             gc.enable()
 
 
+def check_encoding(encoding: str) -> None:
+    """AsrprivError for an encoding name Python does not know."""
+    try:
+        codecs.lookup(encoding)
+    except LookupError:
+        from asrpriv.errors import AsrprivError
+
+        raise AsrprivError(f"unknown encoding {encoding!r} (e.g. utf-8, gb2312, iso-8859-1)") from None
+
+
+def is_utf8(encoding: str) -> bool:
+    return codecs.lookup(encoding).name == "utf-8"
+
+
+def decoded_blocks(path: str | None, encoding: str = "utf-8") -> list[tuple[int, str]]:
+    """``[(first line number, text)]`` of a file: UTF-8 by blocks, else decoded line by line
+    with ``encoding`` (strict; a bad byte is an :class:`InputError` naming its line)."""
+    if is_utf8(encoding):
+        return list(iter_blocks(path))
+    from asrpriv.io.lines import _too_long, max_line_bytes, open_binary
+
+    limit = max_line_bytes()
+    stream = open_binary(path)
+    try:
+        data = stream.read()
+    finally:
+        if path not in (None, "-"):
+            stream.close()
+    out = []
+    for lineno, raw in enumerate(data.split(b"\n"), 1):
+        if len(raw) > limit:
+            raise _too_long(path, lineno, limit)
+        try:
+            out.append(raw.decode(encoding).rstrip("\r"))
+        except UnicodeDecodeError as err:
+            raise InputError(path, lineno, f"not valid {encoding} (byte {err.start + 1} of the line)") from None
+    return [(1, "\n".join(out))]
+
+
+def decoded_lines(path: str | None, encoding: str = "utf-8"):
+    """``(line number, line)`` pairs, decoded as :func:`decoded_blocks` does."""
+    return _numbered_lines(decoded_blocks(path, encoding))
+
+
 def _read(path: str | None, fmt: str, normalizer: Normalizer, field: str = "text",
-          id_field: str | None = None) -> Transcript:
-    blocks = list(iter_blocks(path))
+          id_field: str | None = None, alternations: bool = True, fold_ids: bool = False,
+          encoding: str = "utf-8", optional_deletable: bool = False) -> Transcript:
+    blocks = decoded_blocks(path, encoding)
     if fmt == "auto":
         fmt = detect_format(_numbered_lines(blocks))
     if fmt == "nemo":
-        return _read_nemo(path, blocks, normalizer, field, id_field)
+        return _read_nemo(path, blocks, normalizer, field, id_field, fold_ids)
     words: dict[str, list[str]] = {}
     where: dict[str, int] = {}
+    networks: dict[str, tuple] = {}
+    optional: dict[str, list[bool]] = {}
     trn = fmt == "trn"
     lower = normalizer.lowercase
     strip = normalizer.strip_punct
     for lineno, line in _numbered_lines(blocks):
         if trn:
-            if not line.strip():
+            if not line.strip() or line.lstrip().startswith(";;"):
                 continue
-            utt_id, toks = parse_trn_line(line, path, lineno)
-            if lower:
-                toks = [w.lower() for w in toks]
+            utt_id, text = parse_trn_text(line, path, lineno)
+            if "{" in text or "}" in text:
+                if optional_deletable:
+                    raise InputError(path, lineno, "alternations { a / b } together with -D "
+                                     "(optionally deletable words) are not supported")
+                from asrpriv.wer.network import parse_alternations, simplify
+
+                segments = parse_alternations(text, path, lineno, hypothesis=not alternations)
+
+                def fold(ws: list[str]) -> list[str]:
+                    ws = [w.lower() for w in ws] if lower else ws
+                    return normalizer.words(ws) if strip else ws
+
+                toks, network = simplify(segments, fold)
+                if network is not None:
+                    networks[_key(utt_id, fold_ids)] = network
+                    toks = []
+            else:
+                toks = text.split()
+                if ";" in text:
+                    from asrpriv.wer.network import strip_all_tags
+
+                    toks = strip_all_tags(toks)
+                if "@" in toks:
+                    toks = [w for w in toks if w != "@"]
+                if lower:
+                    toks = [w.lower() for w in toks]
+                flags = None
+                if optional_deletable and "(" in text:
+                    flags = [len(w) > 2 and w[0] == "(" and w[-1] == ")" for w in toks]
+                    toks = [w[1:-1] if f else w for w, f in zip(toks, flags)]
+                if strip:
+                    if flags is None:
+                        toks = normalizer.words(toks)
+                    else:
+                        kept = [(normalizer.words([w]), f) for w, f in zip(toks, flags)]
+                        toks = [w[0] for w, _f in kept if w]
+                        flags = [f for w, f in kept if w]
+                if flags is not None and any(flags):
+                    optional[_key(utt_id, fold_ids)] = flags
+            utt_id = _key(utt_id, fold_ids)
         else:
             if not line or line.isspace():
                 continue
@@ -144,18 +251,29 @@ def _read(path: str | None, fmt: str, normalizer: Normalizer, field: str = "text
             parts = line.split(None, 1)
             utt_id = parts[0]
             rest = parts[1] if len(parts) > 1 else ""
+            if "{" in rest and "/" in rest and "}" in rest:
+                raise InputError(path, lineno, "looks like an sclite alternation { a / b }: "
+                                 "alternations are read from trn files (word ... (utt_id)), "
+                                 "not scored as words here")
             toks = (rest.lower() if lower else rest).split()
-        if strip:
-            toks = normalizer.words(toks)
+            if strip:
+                toks = normalizer.words(toks)
+            utt_id = _key(utt_id, fold_ids)
         if utt_id in words:
             raise InputError(path, lineno,
                              f"duplicate utterance id {utt_id!r} (first on line {where[utt_id]})")
         words[utt_id] = toks
         where[utt_id] = lineno
-    return Transcript(path=path, format=fmt, words=words, lines=where)
+    return Transcript(path=path, format=fmt, words=words, lines=where, networks=networks,
+                      optional=optional)
 
 
-def _read_nemo(path, blocks, normalizer: Normalizer, field: str, id_field: str | None) -> Transcript:
+def _key(utt_id: str, fold_ids: bool) -> str:
+    return utt_id.lower() if fold_ids else utt_id
+
+
+def _read_nemo(path, blocks, normalizer: Normalizer, field: str, id_field: str | None,
+               fold_ids: bool = False) -> Transcript:
     from asrpriv.io.importers.nemo import iter_manifest, manifest_id
 
     words: dict[str, list[str]] = {}
@@ -163,7 +281,7 @@ def _read_nemo(path, blocks, normalizer: Normalizer, field: str, id_field: str |
     for lineno, entry in iter_manifest(path, _numbered_lines(blocks)):
         if field not in entry:
             raise InputError(path, lineno, f"no {field!r} in this manifest entry")
-        utt_id = manifest_id(entry, id_field, path, lineno)
+        utt_id = _key(manifest_id(entry, id_field, path, lineno), fold_ids)
         if utt_id in words:
             raise InputError(path, lineno,
                              f"duplicate utterance id {utt_id!r} (first on line {where[utt_id]})")

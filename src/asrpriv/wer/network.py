@@ -1,0 +1,242 @@
+"""sclite trn alternations: ``{ a / b c / @ }`` in a reference, scored as sclite scores them.
+
+A trn reference may offer alternative word strings for a stretch of an utterance; ``@`` is
+sclite's null word (an alternative of nothing, or, outside braces, no word at all). sclite
+aligns the hypothesis to the reference *network* with its usual costs (insertion and deletion
+3, substitution 4, match 0) and counts the reference words of the path it chose, so the
+reference word count (``# Wrd``) depends on the hypothesis: in ``a { c / @ } d`` against
+``a d`` the null alternative is taken and the reference has 2 words.
+
+Here the network is expanded into its word strings (one per combination of alternatives;
+at most :data:`MAX_EXPANSIONS`), each is aligned with sclite's weights, and the cheapest
+wins. When one string is cheapest, its sclite alignment (:func:`asrpriv.wer.alignment.
+sclite_align`) gives the counts. When several different strings tie, the counts are those
+of every cheapest alignment if they all agree (same reference length and the same number of
+substitutions fix S, D and I given the cost); if they do not, which one sclite reports
+depends on its network back-trace, which is not reproduced here, so the utterance is
+refused (:class:`AmbiguousNetwork`) rather than given a possibly different number.
+
+A trn hypothesis may carry alternations too (sclite then aligns two networks): every pair
+of reference and hypothesis strings is costed, with the same rule for ties. Not supported
+(refused when read, see :func:`parse_alternations`): nested alternations and an empty
+alternative written without ``@``.
+"""
+
+from __future__ import annotations
+
+import re
+from itertools import product
+from typing import Sequence, Union
+
+from rapidfuzz.distance import Levenshtein
+
+from asrpriv.errors import InputError
+from asrpriv.wer.alignment import SCLITE_WEIGHTS, count_errors
+
+#: most word strings a network may expand to (else the utterance is refused)
+MAX_EXPANSIONS = 4096
+
+#: null word of sclite transcripts
+NULL = "@"
+
+#: a network: words, and tuples of alternatives (each a tuple of words, empty for ``@``)
+Segment = Union[str, tuple]
+Network = tuple
+
+
+def strip_tags(word: str) -> str:
+    """sclite's word tags: ``word;tag1;tag2`` is ``word``, ``a\\;s;tag`` is ``a;s`` (an
+    escaped semicolon belongs to the word). Checked against sclite 2.4 on trn, stm and ctm."""
+    if ";" not in word:
+        return word
+    out = []
+    i = 0
+    while i < len(word):
+        ch = word[i]
+        if ch == "\\" and i + 1 < len(word) and word[i + 1] == ";":
+            out.append(";")
+            i += 2
+            continue
+        if ch == ";":
+            break
+        out.append(ch)
+        i += 1
+    return "".join(out)
+
+
+def strip_all_tags(words: list[str]) -> list[str]:
+    """:func:`strip_tags` of every word; words that were only a tag are dropped."""
+    return [w for w in map(strip_tags, words) if w]
+
+
+class AmbiguousNetwork(ValueError):
+    """Several alternatives are equally cheap and give different counts."""
+
+
+_TOKEN = re.compile(r"[{}]|[^\s{}]+")
+
+
+def parse_alternations(text: str, path: str | None, lineno: int, hypothesis: bool = False) -> list:
+    """Parse trn words with ``{ a / b }`` alternations into a list of segments.
+
+    Braces and, inside braces, slashes separate tokens whether or not they are surrounded
+    by spaces (``{fi-/fig-}``, as in SCTK's test data). ``@`` tokens are dropped (an
+    alternative of only ``@`` is empty); word tags are stripped (:func:`strip_tags`). Raises :class:`InputError` (``path:lineno``) for
+    what is not supported: nesting, unbalanced braces, an empty alternative without ``@``,
+    and any alternation when ``hypothesis`` is true.
+    """
+    segments: list = []
+    alts: list | None = None
+    cur: list[str] = []
+    saw_null = False
+    for tok in _TOKEN.findall(text):
+        if tok == "{":
+            if hypothesis:
+                raise InputError(path, lineno, "alternations { a / b } in a hypothesis are not "
+                                 "supported (sclite would align two networks); give one word string")
+            if alts is not None:
+                raise InputError(path, lineno, "nested alternations { a / { b / c } } are not supported")
+            alts, cur, saw_null = [], [], False
+        elif tok == "}":
+            if alts is None:
+                raise InputError(path, lineno, "'}' without a '{' before it")
+            _close_alt(alts, cur, saw_null, path, lineno)
+            segments.append(tuple(alts))
+            alts = None
+        elif alts is not None:
+            for i, part in enumerate(tok.split("/")):
+                if i:
+                    _close_alt(alts, cur, saw_null, path, lineno)
+                    cur, saw_null = [], False
+                part = strip_tags(part)
+                if part == NULL:
+                    saw_null = True
+                elif part:
+                    cur.append(part)
+        else:
+            tok = strip_tags(tok)
+            if tok and tok != NULL:
+                segments.append(tok)
+    if alts is not None:
+        raise InputError(path, lineno, "'{' without a closing '}'")
+    return segments
+
+
+def _close_alt(alts: list, cur: list[str], saw_null: bool, path, lineno) -> None:
+    if not cur and not saw_null:
+        raise InputError(path, lineno, "empty alternative in { ... / ... } (write @ for no word)")
+    alts.append(tuple(cur))
+
+
+def simplify(segments: list, fold=None) -> tuple[list[str] | None, Network | None]:
+    """Apply ``fold`` (a word-list normalizer) and return ``(words, None)`` when no real
+    alternation is left, else ``(None, network)``."""
+    out: list = []
+    plain = True
+    for seg in segments:
+        if isinstance(seg, tuple):
+            alts = []
+            for alt in seg:
+                words = tuple(fold(list(alt)) if fold else alt)
+                if words not in alts:
+                    alts.append(words)
+            if len(alts) == 1:
+                out.extend(alts[0])
+            else:
+                out.append(tuple(alts))
+                plain = False
+        else:
+            words = fold([seg]) if fold else [seg]
+            out.extend(words)
+    if plain:
+        return out, None
+    return None, tuple(out)
+
+
+def expansions(network: Network) -> list[tuple[str, ...]]:
+    """Every word string of ``network`` (distinct, in order); ValueError beyond the limit."""
+    choices = []
+    total = 1
+    for seg in network:
+        if isinstance(seg, tuple):
+            choices.append(seg)
+            total *= len(seg)
+        else:
+            choices.append(((seg,),))
+        if total > MAX_EXPANSIONS:
+            raise ValueError(f"more than {MAX_EXPANSIONS} combinations of alternatives")
+    seen: dict[tuple[str, ...], None] = {}
+    for combo in product(*choices):
+        seen.setdefault(tuple(w for part in combo for w in part), None)
+    return list(seen)
+
+
+def shortest(network: Network) -> int:
+    """Fewest reference words of any path (for a missing hypothesis: all deletions)."""
+    return sum(min(len(a) for a in seg) if isinstance(seg, tuple) else 1 for seg in network)
+
+
+def count_network(network: Network | None, hyp: Sequence[str],
+                  hyp_network: Network | None = None,
+                  ref: Sequence[str] = ()) -> tuple[int, int, int, int]:
+    """``(ref_words, S, D, I)`` of sclite's alignment of a hypothesis to a reference.
+
+    The reference is ``network`` (or the plain words ``ref`` when it is None); the
+    hypothesis is ``hyp_network`` (alternations in a hypothesis, sclite aligning two
+    networks) or the plain words ``hyp``. Every pair of word strings is costed with sclite's
+    weights and the cheapest pair wins. Raises :class:`AmbiguousNetwork` when equally cheap
+    pairs give different counts, ValueError when there are too many combinations.
+    """
+    refs = expansions(network) if network is not None else [tuple(ref)]
+    hyps = expansions(hyp_network) if hyp_network is not None else [tuple(hyp)]
+    if len(refs) * len(hyps) > MAX_EXPANSIONS:
+        raise ValueError(f"more than {MAX_EXPANSIONS} combinations of alternatives")
+    pairs = [(r, h) for r in refs for h in hyps]
+    costs = [Levenshtein.distance(r, h, weights=SCLITE_WEIGHTS) for r, h in pairs]
+    best = min(costs)
+    cands = [p for p, c in zip(pairs, costs) if c == best]
+    if len(cands) == 1:
+        r, h = cands[0]
+        s, d, i = count_errors(list(r), list(h))
+        return len(r), s, d, i
+    outcomes = set()
+    for r, h in cands:
+        lo, hi = _sub_range(r, h)
+        outcomes.update({(len(r), len(h), lo), (len(r), len(h), hi)})
+        if len(outcomes) > 1:
+            raise AmbiguousNetwork(
+                "alternatives tie in sclite's cost but give different counts "
+                f"(ref words, hyp words, substitutions: {sorted(outcomes)}); sclite's choice "
+                "between them is not reproduced")
+    (n, m, s), = outcomes
+    d_plus_i = (best - SCLITE_WEIGHTS[2] * s) // SCLITE_WEIGHTS[0]
+    d = (d_plus_i + n - m) // 2
+    return n, s, d, d_plus_i - d
+
+
+def _sub_range(ref: Sequence[str], hyp: Sequence[str]) -> tuple[int, int]:
+    """Fewest and most substitutions among the minimum-cost alignments (sclite's weights)."""
+    ins_w, del_w, sub_w = SCLITE_WEIGHTS
+    big = 1 << 30
+    m = len(hyp)
+    # cells: (cost, min S, max S)
+    prev = [(ins_w * b, 0, 0) for b in range(m + 1)]
+    for a in range(1, len(ref) + 1):
+        word = ref[a - 1]
+        cur = [(prev[0][0] + del_w, 0, 0)]
+        for b in range(1, m + 1):
+            c0, lo0, hi0 = prev[b - 1]
+            if hyp[b - 1] == word:
+                opts = [(c0, lo0, hi0)]
+            else:
+                opts = [(c0 + sub_w, lo0 + 1, hi0 + 1)]
+            c1, lo1, hi1 = prev[b]
+            opts.append((c1 + del_w, lo1, hi1))
+            c2, lo2, hi2 = cur[b - 1]
+            opts.append((c2 + ins_w, lo2, hi2))
+            cost = min(o[0] for o in opts)
+            lo = min((o[1] for o in opts if o[0] == cost), default=big)
+            hi = max(o[2] for o in opts if o[0] == cost)
+            cur.append((cost, lo, hi))
+        prev = cur
+    return prev[m][1], prev[m][2]
