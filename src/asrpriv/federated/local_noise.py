@@ -21,13 +21,14 @@ def noise_delta_file(path: str, output: str, noise_multiplier: float, clip: floa
         ``(L2 norm before clipping, C)``.
     """
     from asrpriv.federated.aggregate import _history, flat_add
-    from asrpriv.nnlm.modelfile import read_model_file, save_model, vocab_and_config
+    from asrpriv.nnlm.modelfile import delta_weight, read_model_file, save_model, vocab_and_config
 
     if not math.isfinite(noise_multiplier) or noise_multiplier < 0:
         raise AsrprivError("--noise-multiplier must be finite and >= 0")
     payload = read_model_file(path)
     if payload["kind"] != "delta":
         raise InputError(path, None, f"is a {payload['kind']} file, expected a delta")
+    delta_weight(payload, path)  # carried to the server, which weights the update by it
     vocab, config = vocab_and_config(payload, path)
     state = payload["state_dict"]
     for name, tensor in state.items():

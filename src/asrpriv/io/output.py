@@ -140,6 +140,41 @@ def atomic_path(path: str) -> Iterator[str]:
 
 
 @contextlib.contextmanager
+def atomic_directory(path: str) -> Iterator[str]:
+    """A temporary directory to write a step's files into, put in place as ``path`` on success.
+
+    A new ``path`` appears whole or not at all: the files are written into a hidden
+    ``.NAME.*.tmp`` directory beside it, renamed to ``path`` at the end. Into an existing
+    directory each file is moved (``os.replace``, one at a time) only after all were written.
+    On failure, or SIGTERM/SIGHUP (:func:`asrpriv.cli.main`), the temporary directory is removed
+    and ``path`` is left as it was (an empty directory is never left behind).
+    """
+    import shutil
+
+    path = str(path)
+    if os.path.exists(path) and not os.path.isdir(path):
+        raise AsrprivError(f"{path}: exists and is not a directory")
+    parent = os.path.dirname(os.path.abspath(path))
+    with _user_path_errors(path):
+        os.makedirs(parent, exist_ok=True)
+        tmp = tempfile.mkdtemp(prefix=f".{os.path.basename(os.path.abspath(path))}.", suffix=".tmp",
+                               dir=parent)
+    try:
+        yield tmp
+        with _user_path_errors(path):
+            os.chmod(tmp, 0o777 & ~_umask())
+            if os.path.isdir(path):
+                for name in sorted(os.listdir(tmp)):
+                    os.replace(os.path.join(tmp, name), os.path.join(path, name))
+                os.rmdir(tmp)
+            else:
+                os.rename(tmp, path)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+
+
+@contextlib.contextmanager
 def _user_path_errors(path: str) -> Iterator[None]:
     """Re-raise an OSError about a temporary (or resolved) file as one about the user's path."""
     try:
