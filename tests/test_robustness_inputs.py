@@ -399,3 +399,104 @@ def test_directory_input_refused(tmp_path, args):
             .replace("{A}", str(tmp_path / "lm.arpa")).replace("{N}", str(tmp_path / "n.tsv"))
             for a in args]
     one_error(run_cli(argv), str(directory), step=args[0])
+
+
+# ------------------------------------- no un-noised statistic on stderr of a step releasing DP
+
+def test_gaussian_add_noise_prints_no_delta_norm_by_default(fl_files, tmp_path):
+    from asrpriv.nnlm.modelfile import read_model_file
+
+    state = read_model_file(str(fl_files / "d.delta.pt"))["state_dict"]
+    norm = sum(float((t.double() ** 2).sum()) for t in state.values()) ** 0.5
+    args = ["add-noise", "--mechanism", "gaussian", "--noise-multiplier", "1", "--clip", "0.5",
+            "-o", str(tmp_path / "n.pt"), str(fl_files / "d.delta.pt")]
+    result = run_cli(args)
+    assert result.exit_code == 0, result.stderr
+    assert "norm" in result.stderr or "clipped" in result.stderr  # it still says what it did
+    assert f"{norm:.4g}" not in result.stderr and f"{norm:.3g}" not in result.stderr, result.stderr
+    result = run_cli(args[:1] + ["--debug-private-stats"] + args[1:])
+    assert result.exit_code == 0, result.stderr
+    assert f"delta L2 norm {norm:.4g}" in result.stderr
+
+
+def test_dp_aggregate_prints_no_count_of_clipped_deltas_by_default(fl_files, tmp_path):
+    import numpy as np
+
+    from test_aggregate_deltas import write_delta
+
+    write_delta(tmp_path / "small.delta.pt", fl_files / "m0.pt", np.random.default_rng(1), 3,
+                scale=1e-4)  # under the clip: 1 of 2 deltas exceeds it
+    args = ["aggregate", "--server", "fedavg", "--model", str(fl_files / "m0.pt"),
+            "--noise-multiplier", "1", "--clip", "0.5", "--expected-clients", "2", "--sample-rate",
+            "0.5", "-o", str(tmp_path / "m1.pt"), str(fl_files / "d.delta.pt"),
+            str(tmp_path / "small.delta.pt")]
+    result = run_cli(args)
+    assert result.exit_code == 0, result.stderr
+    assert "2 delta(s) were not clipped to 0.5 by their client" in result.stderr  # metadata, kept
+    assert "exceeded" not in result.stderr, result.stderr
+    result = run_cli(args[:1] + ["--debug-private-stats"] + args[1:])
+    assert result.exit_code == 0, result.stderr
+    assert "(1 exceeded it)" in result.stderr
+
+
+def test_off_grid_count_error_does_not_quote_the_count(tmp_path):
+    counts = tmp_path / "c.counts"
+    counts.write_text("#format=asrpriv-counts/1\n#unit=utterance\n#max_l1=20\n#grid=0.0009765625\n"
+                      "hello\t1.5\nsecret\t0.123456789\n")
+    vocab = tmp_path / "v.txt"
+    vocab.write_text("hello\nsecret\n")
+    line = one_error(run_cli(["add-noise", "--epsilon", "1", "--vocab", str(vocab), str(counts)]),
+                     "not a multiple of the grid", step="add-noise")
+    assert "0.123" not in line and "1.5" not in line
+
+
+def test_dp_steps_have_no_other_data_dependent_talk(tmp_path):
+    """Laplace add-noise and counts aggregate: stderr is the same for different private data."""
+    def talk(text: str) -> tuple[str, str]:
+        raw = tmp_path / "raw.counts"
+        assert run_cli(["count-unigrams", "--text", "--max-l1", "2", "--partition", "p1", "-o",
+                        str(raw)], input=text).exit_code == 0
+        vocab = tmp_path / "v.txt"
+        vocab.write_text("a\nb\nc\n")
+        noisy = tmp_path / "noisy.counts"
+        noise = run_cli(["add-noise", "--epsilon", "1", "--vocab", str(vocab), "-o", str(noisy), str(raw)])
+        assert noise.exit_code == 0, noise.stderr
+        summed = run_cli(["aggregate", str(noisy), str(noisy)])
+        assert summed.exit_code == 0, summed.stderr
+        return noise.stderr, summed.stderr
+
+    assert talk("a b\nb c x\n") == talk("a a a a\nsecret words here\nc\nc\nc\n")
+
+
+# ----------------------------------------------------------- split-nbest stopped by a signal
+
+def test_split_nbest_killed_by_sigterm_leaves_no_directory(tmp_path):
+    """The parts are written into a hidden temporary directory, renamed at the end: SIGTERM
+    while they are written removes it, and no (empty or partial) output directory appears."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    rows = "".join(f"u{i}\tc{i % 7}\t1\t-1\thello world {i}\n" for i in range(60_000))
+    nbest = tmp_path / "n.tsv"
+    nbest.write_text("utt_id\tclient\trank\tam_score\ttext\n" + rows)
+    work = tmp_path / "work"
+    work.mkdir()
+    proc = subprocess.Popen([sys.executable, "-m", "asrpriv", "split-nbest", "--parts", "60",
+                             str(nbest), "-o", str(work / "parts")], stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 120
+    while not os.listdir(work) and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.005)
+    if proc.poll() is not None:
+        pytest.skip("split-nbest finished before it could be stopped (machine too fast)")
+    proc.send_signal(signal.SIGTERM)
+    proc.wait(60)
+    assert proc.returncode == -signal.SIGTERM, proc.stderr.read()
+    assert os.listdir(work) == []
+    # and a run that is not stopped writes every part
+    done = subprocess.run([sys.executable, "-m", "asrpriv", "split-nbest", "--parts", "3", str(nbest),
+                           "-o", str(work / "parts")], capture_output=True)
+    assert done.returncode == 0, done.stderr
+    assert sorted(os.listdir(work / "parts")) == ["part-0.tsv", "part-1.tsv", "part-2.tsv"]
+    assert sorted(os.listdir(work)) == ["parts"]
