@@ -87,6 +87,12 @@ def import_nbest(source, path, manifest, id_field, beam_size, words, acoustic_sc
         options["log_base"] = log_base
         if delimiter is not None and len(options["delimiter"]) != 1:
             raise AsrprivError("--delimiter: expected one character (or 'tab')")
+    import os
+
+    if os.path.exists(path) and not os.path.isdir(path):  # importers sniff, then read again
+        from asrpriv.io.lines import require_regular_file
+
+        require_regular_file(path, "an N-best file to import")
     module = importer(source)
     with contextlib.ExitStack() as stack:
         if ref_out is not None:
