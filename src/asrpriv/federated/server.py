@@ -148,7 +148,7 @@ def read_state(path: str, server: str) -> ServerState:
             obj = torch.load(path, map_location="cpu", weights_only=True)
     except (FileNotFoundError, IsADirectoryError, PermissionError):
         raise
-    except Exception as err:  # noqa: BLE001 - any failure to parse untrusted bytes (a text file: KeyError)
+    except Exception as err:  # noqa: BLE001 - any failure on untrusted bytes (text: KeyError)
         if isinstance(err, MemoryError):
             raise
         first = (str(err).strip().splitlines() or [type(err).__name__])[0]

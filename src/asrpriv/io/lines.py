@@ -80,7 +80,8 @@ def require_regular_file(path: str, what: str) -> None:
         raise InputError(path, None, f"is a directory, not {what}")
     if not stat.S_ISREG(mode):
         kind = ("a FIFO (named pipe)" if stat.S_ISFIFO(mode) else "a socket" if stat.S_ISSOCK(mode)
-                else "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else "not a regular file")
+                else "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode)
+                else "not a regular file")
         raise InputError(path, None, f"is {kind}: {what} must be a regular file (it is read "
                                      "more than once); write it to a file first")
 
@@ -227,5 +228,5 @@ def require_nonempty(seen_any: bool, path: str | None, what: str) -> None:
         raise InputError(path, None, f"empty input: expected {what}")
 
 
-__all__ = ["iter_lines", "iter_blocks", "open_binary", "decode_line", "display_name", "require_regular_file",
-           "require_nonempty", "max_line_bytes", "BOM"]
+__all__ = ["iter_lines", "iter_blocks", "open_binary", "decode_line", "display_name",
+           "require_regular_file", "require_nonempty", "max_line_bytes", "BOM"]

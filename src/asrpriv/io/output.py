@@ -188,7 +188,8 @@ def _signals_held() -> Iterator[None]:
     import threading
 
     held = {getattr(signal, n) for n in ("SIGTERM", "SIGHUP") if hasattr(signal, n)}
-    if not hasattr(signal, "pthread_sigmask") or threading.current_thread() is not threading.main_thread():
+    if not hasattr(signal, "pthread_sigmask") \
+            or threading.current_thread() is not threading.main_thread():
         yield
         return
     old = signal.pthread_sigmask(signal.SIG_BLOCK, held)
