@@ -23,7 +23,7 @@ class FiniteFloat(click.FloatRange):
 
         rv = click.FLOAT.convert(value, param, ctx)
         if not math.isfinite(rv):
-            name = param.opts[-1] if param is not None and param.opts else "value"
+            name = max(param.opts, key=len) if param is not None and param.opts else "value"
             raise AsrprivError(f"{name}: expected a finite number, got {value!r}")
         return super().convert(rv, param, ctx)
 

@@ -306,7 +306,8 @@ class AsrprivStrategy(Strategy):
             "round": t, "sampled": list(self.cohort), "contributed": sorted(payloads),
             "dropped": sorted(dropped, key=lambda d: d["client"]), "skipped": sorted(skipped),
             "updated": report is not None,
-            "words": report.total_weight if report else 0.0,
+            # the clients' word total is an un-noised statistic: not written for a DP round
+            "words": (None if report.release else report.total_weight) if report else 0.0,
             "denominator": report.denominator if report else None,
             "noise_std": report.noise_std if report else 0.0,
             "release": report.release.release_id if report and report.release else None,

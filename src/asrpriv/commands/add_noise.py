@@ -6,7 +6,8 @@ from __future__ import annotations
 import click
 
 from asrpriv.errors import AsrprivError
-from asrpriv.options import common_options, info, output_option, seed_option, seeded_warning, warn
+from asrpriv.options import (FiniteFloat, common_options, info, output_option, seed_option,
+                             seeded_warning, warn)
 
 
 @click.command("add-noise")
@@ -17,9 +18,9 @@ from asrpriv.options import common_options, info, output_option, seed_option, se
                    "(needs --noise-multiplier; --clip or the delta's recorded clip_l2).")
 @click.option("--epsilon", type=str, default=None,
               help="Laplace: privacy parameter epsilon (> 0) of this release; pure DP (delta = 0).")
-@click.option("--noise-multiplier", type=float, default=None,
+@click.option("--noise-multiplier", type=FiniteFloat(), default=None,
               help="Gaussian: noise std / L2 sensitivity (z); std = z * C per coordinate.")
-@click.option("--clip", type=float, default=None,
+@click.option("--clip", type=FiniteFloat(), default=None,
               help="Gaussian: clip the delta to this L2 norm C first (default: the bound the "
                    "delta records, clip_l2).")
 @click.option("--vocab", "vocab_path", metavar="FILE", default=None,
@@ -35,8 +36,9 @@ from asrpriv.options import common_options, info, output_option, seed_option, se
 @click.option("--allow-seeded-test-noise", "allow_seeded", is_flag=True,
               help="Tests only: accept input counts that carry seeded (not private) noise.")
 @click.option("--debug-private-stats", "debug_private", is_flag=True,
-              help="Print un-noised statistics of the private input on stderr (how many input "
-                   "words fell outside the vocabulary, and their mass). Not private: debugging only.")
+              help="Print un-noised statistics of the private input on stderr (laplace: how "
+                   "many input words fell outside the vocabulary, and their mass; gaussian: the "
+                   "delta's L2 norm before clipping). Not private: debugging only.")
 @output_option
 @common_options
 def add_noise(input_path, mechanism, epsilon, noise_multiplier, clip, vocab_path, sensitivity,
@@ -69,7 +71,9 @@ def add_noise(input_path, mechanism, epsilon, noise_multiplier, clip, vocab_path
 
         norm, used_clip = noise_delta_file(input_path, output, noise_multiplier, clip, seed,
                                            allow_seeded)
-        info(f"add-noise: delta L2 norm {norm:.4g} clipped to {used_clip:g}; Gaussian noise std "
+        if debug_private:  # the un-noised norm of the private delta
+            info(f"add-noise: delta L2 norm {norm:.4g} (before clipping)")
+        info(f"add-noise: delta clipped to L2 norm {used_clip:g}; Gaussian noise std "
              f"{noise_multiplier * used_clip:.4g} per coordinate (z {noise_multiplier:g})")
         return
     if noise_multiplier is not None or clip is not None:

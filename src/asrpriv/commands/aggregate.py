@@ -8,7 +8,8 @@ import os
 import click
 
 from asrpriv.errors import AsrprivError
-from asrpriv.options import common_options, info, output_option, seed_option, seeded_warning, warn
+from asrpriv.options import (FiniteFloat, common_options, info, output_option, seed_option,
+                             seeded_warning, warn)
 
 EPILOG = """\b
 Model deltas (paper 001): --server fedavg|fedadam --model MODEL --state STATE -o NEW DELTA...
@@ -67,24 +68,24 @@ def _is_delta_mode(inputs) -> bool:
 @click.option("--state", "state_path", metavar="STATE", default=None,
               help="Deltas: the server state file (m, v, t); created when absent, replaced "
                    "atomically. Required for fedadam.")
-@click.option("--server-lr", type=float, default=None,
+@click.option("--server-lr", type=FiniteFloat(), default=None,
               help="Server learning rate [fedavg 1.0, fedadam 0.001].")
-@click.option("--beta1", type=float, default=None, help="FedAdam b1 [0.9].")
-@click.option("--beta2", type=float, default=None, help="FedAdam b2 [0.999].")
-@click.option("--eps", type=float, default=None,
+@click.option("--beta1", type=FiniteFloat(), default=None, help="FedAdam b1 [0.9].")
+@click.option("--beta2", type=FiniteFloat(), default=None, help="FedAdam b2 [0.999].")
+@click.option("--eps", type=FiniteFloat(), default=None,
               help="FedAdam eps, inside the square root [1e-8].")
-@click.option("--noise-multiplier", type=float, default=None,
+@click.option("--noise-multiplier", type=FiniteFloat(), default=None,
               help="Client-level DP: Gaussian noise std / L2 sensitivity (z).")
-@click.option("--clip", type=float, default=None,
+@click.option("--clip", type=FiniteFloat(), default=None,
               help="Client-level DP: L2 bound C of each client's whole delta.")
-@click.option("--expected-clients", type=float, default=None,
+@click.option("--expected-clients", type=FiniteFloat(), default=None,
               help="Client-level DP: the fixed denominator q*N (expected clients per round; "
                    "unit weights).")
-@click.option("--expected-weight", type=float, default=None,
+@click.option("--expected-weight", type=FiniteFloat(), default=None,
               help="Client-level DP: the fixed denominator q*W (expected sum of capped weights).")
-@click.option("--weight-cap", type=float, default=None, metavar="WORDS",
+@click.option("--weight-cap", type=FiniteFloat(), default=None, metavar="WORDS",
               help="Client-level DP: weight min(words / WORDS, 1) (default: every client 1).")
-@click.option("--sample-rate", type=float, default=None,
+@click.option("--sample-rate", type=FiniteFloat(), default=None,
               help="Client-level DP: the Poisson rate q with which the round's clients were "
                    "sampled (sample-clients --rate); recorded for the accountant.")
 @click.option("--aggregate-out", metavar="FILE", default=None,
@@ -94,11 +95,14 @@ def _is_delta_mode(inputs) -> bool:
              "Default: os.urandom.")
 @click.option("--allow-seeded-test-noise", "allow_seeded", is_flag=True,
               help="Tests only: accept inputs that carry seeded (not private) noise.")
+@click.option("--debug-private-stats", "debug_private", is_flag=True,
+              help="Client-level DP: also print how many deltas exceeded --clip (an un-noised "
+                   "statistic of the clients' data). Not private: debugging only.")
 @output_option
 @common_options
 def aggregate(inputs, disjoint, allow_empty, server, model_path, state_path, server_lr, beta1,
               beta2, eps, noise_multiplier, clip, expected_clients, expected_weight, weight_cap,
-              sample_rate, aggregate_out, seed, allow_seeded, output):
+              sample_rate, aggregate_out, seed, allow_seeded, debug_private, output):
     """Sum counts files ('-' or none = stdin), or apply one server round to model deltas.
 
     Counts: the FedAvg of unigram distributions weighted by their pseudo-count totals
@@ -141,8 +145,9 @@ def aggregate(inputs, disjoint, allow_empty, server, model_path, state_path, ser
         warn("--noise-multiplier 0: clipped, capped, fixed-denominator average WITHOUT noise "
              "(no differential privacy; no release recorded)")
     if report.unclipped_by_client:
-        warn(f"{report.unclipped_by_client} delta(s) were not clipped to {clip:g} by their client "
-             f"({report.clipped_here} exceeded it): clipped here. The aggregate is central DP; "
+        exceeded = f" ({report.clipped_here} exceeded it)" if debug_private else ""
+        warn(f"{report.unclipped_by_client} delta(s) were not clipped to {clip:g} by their client"
+             f"{exceeded}: clipped here. The aggregate is central DP; "
              "those updates were not bounded before they left the client")
     what = f"{report.deltas} delta(s)"
     if dp.active:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from asrpriv.options import common_options, info, output_option
+from asrpriv.options import FiniteFloat, common_options, info, output_option
 
 
 @click.command("approx-ngram")
@@ -14,7 +14,7 @@ from asrpriv.options import common_options, info, output_option
 @click.option("-n", "--order", type=click.IntRange(1, 6), default=3, show_default=True,
               help="N-gram order of the approximation.")
 @click.option("--ids", is_flag=True, help="TEXT is Kaldi text (first field = utterance id).")
-@click.option("--min-backoff", type=click.FloatRange(0.0, 1.0, max_open=True), default=0.01,
+@click.option("--min-backoff", type=FiniteFloat(0.0, 1.0, max_open=True), default=0.01,
               show_default=True,
               help="Least probability mass each context leaves to back-off (unseen words).")
 @click.option("--batch-tokens", type=click.IntRange(min=1), default=4096, show_default=True,

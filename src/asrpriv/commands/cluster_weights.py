@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from asrpriv.options import common_options, seed_option
+from asrpriv.options import FiniteFloat, common_options, seed_option
 
 METHODS = ("ward", "divisive", "constrained", "random", "kmeans")
 
@@ -25,7 +25,7 @@ METHODS = ("ward", "divisive", "constrained", "random", "kmeans")
                    "number of classes of the first label column.")
 @click.option("--size", type=click.IntRange(min=1), default=None,
               help="Cluster size for divisive, constrained and random [4, as in 004].")
-@click.option("--epsilon", type=click.FloatRange(min=1.0), default=1.5, show_default=True,
+@click.option("--epsilon", type=FiniteFloat(min=1.0), default=1.5, show_default=True,
               help="divisive: split until every cluster has < size x epsilon items (004 §4.4.2).")
 @click.option("--rank-label", default=None, metavar="COL",
               help="Run the speaker-identification rank test (004 §4.5) with this label column.")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from asrpriv.options import common_options, info, output_option, warn
+from asrpriv.options import FiniteFloat, common_options, info, output_option, warn
 # the first-pass weights that rescore-nbest and tune-weights use (combine imports no numpy)
 from asrpriv.rescore.combine import DEFAULT_LM_WEIGHT as _LM_WEIGHT
 from asrpriv.rescore.combine import DEFAULT_WORD_PENALTY as _WORD_PENALTY
@@ -12,7 +12,7 @@ from asrpriv.rescore.combine import DEFAULT_WORD_PENALTY as _WORD_PENALTY
 
 @click.command("confidence")
 @click.argument("input_path", metavar="[NBEST]", default="-")
-@click.option("--scale", type=float, default=0.15, show_default=True,
+@click.option("--scale", type=FiniteFloat(), default=0.15, show_default=True,
               help="S: hypothesis posteriors are softmax(S * total) within each utterance "
                    "(the acoustic-scale knob; totals in nats). Tuned on the AMI adapt split "
                    "(README 'Confidence').")
@@ -22,9 +22,9 @@ from asrpriv.rescore.combine import DEFAULT_WORD_PENALTY as _WORD_PENALTY
                    "WORD_PENALTY*n_words; rank = the rank prior -(rank-1) (P geometric in the "
                    "rank, for lists without scores); auto = score if present, else am-lm if "
                    "am_score is present, else an error.")
-@click.option("--lm-weight", type=float, default=_LM_WEIGHT, show_default=True,
+@click.option("--lm-weight", type=FiniteFloat(), default=_LM_WEIGHT, show_default=True,
               help="LM weight of the am-lm total (the bundled AMI first pass: 6.5).")
-@click.option("--word-penalty", type=float, default=_WORD_PENALTY, show_default=True,
+@click.option("--word-penalty", type=FiniteFloat(), default=_WORD_PENALTY, show_default=True,
               help="Per-word penalty of the am-lm total, nats (AMI first pass: ln 0.65).")
 @click.option("--reference", "ref_path", default=None, metavar="REF",
               help="Kaldi text of the references: measure NCE, ECE and AUC of the rank-1 "

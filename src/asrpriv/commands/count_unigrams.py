@@ -74,6 +74,8 @@ def count_unigrams(input_path, text_mode, ids, sigma, top, by_client, utt2client
         try:
             if "," in partition:
                 raise ValueError("give one label (no comma)")
+            if not partition:  # check_partition reads '' as "no labels"; aggregate refuses it
+                raise ValueError("expected a label, got an empty one")
             check_partition(partition)
         except ValueError as err:
             raise AsrprivError(f"--partition: {err}") from None

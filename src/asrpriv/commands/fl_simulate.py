@@ -36,10 +36,11 @@ from asrpriv.options import FiniteFloat, common_options
 @click.option("-s", "--seed", type=int, default=None,
               help="Client training seed: round t trains with finetune-lm --seed SEED*100000+t.")
 @click.option("--server", type=click.Choice(["fedavg", "fedadam"]), default="fedadam", show_default=True)
-@click.option("--server-lr", type=float, default=None, help="Server lr [fedavg 1.0, fedadam 0.001].")
-@click.option("--beta1", type=float, default=None, help="FedAdam b1 [0.9].")
-@click.option("--beta2", type=float, default=None, help="FedAdam b2 [0.999].")
-@click.option("--eps", type=float, default=None, help="FedAdam eps inside the root [1e-8].")
+@click.option("--server-lr", type=FiniteFloat(), default=None,
+              help="Server lr [fedavg 1.0, fedadam 0.001].")
+@click.option("--beta1", type=FiniteFloat(), default=None, help="FedAdam b1 [0.9].")
+@click.option("--beta2", type=FiniteFloat(), default=None, help="FedAdam b2 [0.999].")
+@click.option("--eps", type=FiniteFloat(), default=None, help="FedAdam eps inside the root [1e-8].")
 @click.option("--clip", type=FiniteFloat(min=0.0, min_open=True), default=None, metavar="C",
               help="Clients clip their delta to L2 norm C (finetune-lm --clip); with DP the "
                    "server clips to C too (aggregate --clip).")

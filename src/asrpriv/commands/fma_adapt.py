@@ -16,7 +16,7 @@ from asrpriv.options import FiniteFloat, common_options, output_option
                    "output; negative noisy counts are clipped to 0).")
 @click.option("--reversed", "reversed_", is_flag=True,
               help="ARPA mode: reversed FMA (003 Eq. 2) instead of the standard one (003 Eq. 1).")
-@click.option("--prior", type=click.FloatRange(0.0, 1.0, min_open=True), default=0.1, show_default=True,
+@click.option("--prior", type=FiniteFloat(0.0, 1.0, min_open=True), default=0.1, show_default=True,
               help="ARPA mode: weight lambda of the background marginal in the smoothed adaptation "
                    "marginal P_A(w) = (1-lambda) c(w)/C + lambda P_B(w).")
 @click.option("--oov-to-unk", is_flag=True,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from asrpriv.options import common_options, output_option
+from asrpriv.options import FiniteFloat, common_options, output_option
 
 HELP = """Convert N-best lists from Kaldi, ESPnet, NeMo, SRILM, icefall or any TSV/CSV
 to our N-best TSV (utt_id, rank, am_score/lm_score or score, text; docs/FORMATS.md),
@@ -42,7 +42,7 @@ The mapping of each format is in docs/FORMATS.md ("Importing N-best lists").
               help="nemo: candidates per utterance in the beams file (default: lines / entries).")
 @click.option("--words", "words", default=None, metavar="words.txt",
               help="kaldi: symbol table; read words.int instead of text.")
-@click.option("--acoustic-scale", type=click.FloatRange(min=0.0, min_open=True), default=1.0,
+@click.option("--acoustic-scale", type=FiniteFloat(min=0.0, min_open=True), default=1.0,
               show_default=True,
               help="kaldi: am_score = -SCALE * ac_cost (1 keeps Kaldi's unscaled acoustic log-likelihood).")
 @click.option("--map", "mapping", default=None, metavar="SRC=OURS,...",
@@ -87,6 +87,12 @@ def import_nbest(source, path, manifest, id_field, beam_size, words, acoustic_sc
         options["log_base"] = log_base
         if delimiter is not None and len(options["delimiter"]) != 1:
             raise AsrprivError("--delimiter: expected one character (or 'tab')")
+    import os
+
+    if os.path.exists(path) and not os.path.isdir(path):  # importers sniff, then read again
+        from asrpriv.io.lines import require_regular_file
+
+        require_regular_file(path, "an N-best file to import")
     module = importer(source)
     with contextlib.ExitStack() as stack:
         if ref_out is not None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from asrpriv.options import common_options
+from asrpriv.options import FiniteFloat, common_options
 
 HELP = """Linear interpolation of LMs: estimate the weights, or write a static mixture.
 
@@ -45,7 +45,7 @@ as perplexity's ppl does (the held-out perplexity then equals perplexity --weigh
               help="Fixed weights for the static mixture (one per --lm, >= 0, summing to 1).")
 @click.option("--init", "init_text", default=None, metavar="W1,W2,...",
               help="EM starting weights (default: uniform).")
-@click.option("--tol", type=click.FloatRange(min=0.0, min_open=True), default=1e-6, show_default=True,
+@click.option("--tol", type=FiniteFloat(min=0.0, min_open=True), default=1e-6, show_default=True,
               help="EM stops when no weight changes by more than this in one step.")
 @click.option("--max-iter", type=click.IntRange(min=1), default=10000, show_default=True,
               help="At most this many EM steps.")

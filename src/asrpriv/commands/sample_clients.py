@@ -5,12 +5,12 @@ from __future__ import annotations
 import click
 
 from asrpriv.errors import AsrprivError, InputError
-from asrpriv.options import common_options, info, output_option, seed_option, warn
+from asrpriv.options import FiniteFloat, common_options, info, output_option, seed_option, warn
 
 
 @click.command("sample-clients")
 @click.argument("clients_path", metavar="[CLIENTS]", default="-")
-@click.option("--rate", type=float, required=True,
+@click.option("--rate", type=FiniteFloat(), required=True,
               help="Poisson rate q: each client takes part independently with probability q.")
 @click.option("--round", "round_index", type=int, required=True,
               help="The round number t (>= 0); each round draws anew.")

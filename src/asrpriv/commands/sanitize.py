@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from asrpriv.options import common_options, info, output_option, seed_option
+from asrpriv.options import FiniteFloat, common_options, info, output_option, seed_option
 
 
 def _classes(_ctx, _param, value: str) -> tuple[str, ...]:
@@ -22,7 +22,7 @@ def _classes(_ctx, _param, value: str) -> tuple[str, ...]:
 @click.option("--lexicon", "lexicon_path", metavar="FILE", default=None,
               help="Without --spans: entity strings per class (CLASS<TAB>words per line), "
                    "found in TEXT by longest match.")
-@click.option("--keep", type=click.FloatRange(0.0, 1.0), default=0.0, show_default=True,
+@click.option("--keep", type=FiniteFloat(0.0, 1.0), default=0.0, show_default=True,
               help="Probability of keeping each selected entity unchanged.")
 @click.option("--classes", default="PER,LOC,ORG,TIME,NUM", show_default=True, callback=_classes,
               metavar="C1,C2,...", help="Entity classes to transform; spans of other classes "
@@ -87,8 +87,8 @@ def sanitize(text, spans_path, lexicon_path, keep, classes, pool_path, spans_out
         pool = pool_from_pairs(read_class_strings(pool_path), classes)
     if not tag and keep < 1.0:
         empty = sorted(c for c, strings in pool.items() if not strings)
-        used = {s.cls for spans in (spans_by_utt or {}).values() for s in spans} if spans_by_utt \
-            else {c for c, _ in entries}
+        used = {s.cls for spans in spans_by_utt.values() for s in spans} \
+            if spans_by_utt is not None else {c for c, _ in entries}
         missing = [c for c in empty if c in used]
         if missing:
             raise AsrprivError(f"no replacement strings for class(es) {', '.join(missing)} in the pool")

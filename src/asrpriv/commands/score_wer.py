@@ -51,7 +51,7 @@ from asrpriv.options import (FiniteFloat, check_output_path, common_options, out
               show_default=True,
               help="What the bootstrap resamples: utterances, or speakers (all their utterances "
                    "together; needs --utt2spk or an stm reference).")
-@click.option("--confidence-level", type=click.FloatRange(0.0, 1.0, min_open=True, max_open=True),
+@click.option("--confidence-level", type=FiniteFloat(0.0, 1.0, min_open=True, max_open=True),
               default=0.95, show_default=True, help="Level of the bootstrap intervals.")
 @seed_option("Seed of the bootstrap resampling (without it, a random seed, printed in the report).")
 @click.option("--format", "out_format", type=click.Choice(["text", "json"]), default="text",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from asrpriv.options import common_options, info, output_option
+from asrpriv.options import FiniteFloat, common_options, info, output_option
 
 
 @click.command("train-ngram")
@@ -27,7 +27,7 @@ from asrpriv.options import common_options, info, output_option
               help="With --classes: entity spans of TEXT (the TSV of examples/data/ami/ne/).")
 @click.option("--class-names", default="PER,LOC,ORG,TIME,NUM", show_default=True, metavar="C1,C2,...",
               help="With --classes: the entity classes that become LM classes.")
-@click.option("--member-share", type=click.FloatRange(0.0, 1.0, min_open=True), default=0.5,
+@click.option("--member-share", type=FiniteFloat(0.0, 1.0, min_open=True), default=0.5,
               show_default=True,
               help="With --classes: a word joins class C when at least this share of its "
                    "occurrences lie in spans of C (then all its occurrences count as C).")

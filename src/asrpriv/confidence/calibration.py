@@ -27,6 +27,7 @@ from typing import IO
 import numpy as np
 
 from asrpriv.errors import InputError
+from asrpriv.io.jsontext import parse_json
 from asrpriv.io.lines import iter_lines
 
 FORMAT = "asrpriv-calibration/1"
@@ -71,10 +72,7 @@ def write_calibration(stream: IO[str], cal: Calibration) -> None:
 def read_calibration(path: str) -> Calibration:
     """Read and check a calibration file (x strictly increasing, y non-decreasing in [0, 1])."""
     text = "\n".join(line for _n, line in iter_lines(path))
-    try:
-        payload = json.loads(text)
-    except json.JSONDecodeError as err:
-        raise InputError(path, err.lineno, f"not a JSON calibration file ({err.msg})") from None
+    payload = parse_json(text, path, None, "a JSON calibration file")
     if not isinstance(payload, dict) or payload.get("format") != FORMAT:
         raise InputError(path, None, f"not a calibration file (expected \"format\": \"{FORMAT}\")")
     x, y = payload.get("x"), payload.get("y")

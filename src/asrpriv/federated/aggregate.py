@@ -245,12 +245,9 @@ class _Reference:
                                              f"{ref.dtype}")
             if tensor.is_floating_point() and not all_finite(tensor):
                 raise InputError(path, None, f"parameter {name} holds NaN or inf")
-        weight = payload.get("weight")
-        if isinstance(weight, bool) or not isinstance(weight, (int, float)) \
-                or not math.isfinite(weight) or weight <= 0:
-            raise InputError(path, None, f"bad client weight {weight!r} (expected the client's "
-                                         "number of training words, > 0)")
-        return float(weight)
+        from asrpriv.nnlm.modelfile import delta_weight
+
+        return delta_weight(payload, path)
 
 
 def all_finite(tensor) -> bool:

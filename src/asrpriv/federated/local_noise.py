@@ -20,7 +20,7 @@ def noise_delta_file(path: str, output: str, noise_multiplier: float, clip: floa
     Returns:
         ``(L2 norm before clipping, C)``.
     """
-    from asrpriv.nnlm.modelfile import read_model_file, save_model, vocab_and_config
+    from asrpriv.nnlm.modelfile import delta_weight, read_model_file, save_model, vocab_and_config
     from asrpriv.privacy.state import HEADER_KEYS, after_release
     from asrpriv.provenance import Inputs
 
@@ -29,6 +29,7 @@ def noise_delta_file(path: str, output: str, noise_multiplier: float, clip: floa
     payload = read_model_file(path)
     if payload["kind"] != "delta":
         raise InputError(path, None, f"is a {payload['kind']} file, expected a delta")
+    delta_weight(payload, path)  # carried to the server, which weights the update by it
     vocab, config = vocab_and_config(payload, path)
     state = payload["state_dict"]
     for name, tensor in state.items():

@@ -42,8 +42,6 @@ lr * |m_hat| / tau; for the same number the two differ most where v_hat ~ eps.
 from __future__ import annotations
 
 import math
-import pickle
-import zipfile
 from dataclasses import dataclass, field
 
 from asrpriv.errors import InputError
@@ -141,14 +139,18 @@ def read_state(path: str, server: str) -> ServerState:
 
     import torch
 
+    from asrpriv.io.lines import require_regular_file
+
+    require_regular_file(path, "a server state file")
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             obj = torch.load(path, map_location="cpu", weights_only=True)
     except (FileNotFoundError, IsADirectoryError, PermissionError):
         raise
-    except (pickle.UnpicklingError, RuntimeError, EOFError, ValueError, OSError,
-            zipfile.BadZipFile, TypeError, AttributeError, ImportError) as err:
+    except Exception as err:  # noqa: BLE001 - any failure on untrusted bytes (text: KeyError)
+        if isinstance(err, MemoryError):
+            raise
         first = (str(err).strip().splitlines() or [type(err).__name__])[0]
         raise InputError(path, None, f"not a readable server state file ({first[:120]})") from None
     if not isinstance(obj, dict) or obj.get("format") != STATE_FORMAT:

@@ -10,7 +10,16 @@ Two more rules hold for every input (docs/FORMATS.md):
   text);
 * a line longer than :func:`max_line_bytes` (default 1 MiB, environment variable
   ``ASRPRIV_MAX_LINE_BYTES``) stops the step with ``FILE:LINE``, so a newline-free input is
-  never held whole in memory.
+  never held whole in memory (:func:`iter_blocks` checks every line of a block too);
+* a damaged ``.gz`` (bad header, bad deflate data, truncated) stops the step with
+  ``FILE: cannot read: ...`` (exit 2), whichever reader meets it.
+
+Pipes and FIFOs: a text input is read once, front to back, so it may be a pipe, a FIFO or a
+process substitution (``<(zcat a.gz)``). A file whose kind is detected from its first bytes
+and that is then opened again (LM and model files, server states) must be a regular file:
+:func:`require_regular_file` refuses a FIFO, socket or device there (reading one would
+consume the bytes the detection looked at, or wait forever for a writer that has gone) and
+a directory everywhere.
 """
 
 from __future__ import annotations
@@ -18,7 +27,9 @@ from __future__ import annotations
 import gzip
 import io
 import os
+import stat
 import sys
+import zlib
 from typing import BinaryIO, Iterator
 
 from asrpriv.errors import InputError, display_name
@@ -51,6 +62,28 @@ def max_line_bytes() -> int:
 def _too_long(path: str | None, lineno: int, limit: int) -> InputError:
     return InputError(path, lineno, f"line longer than {limit} bytes (the limit is set by "
                                     f"{MAX_LINE_ENV}; is this a text file?)")
+
+
+#: what a damaged or truncated gzip stream raises (BadGzipFile is an OSError)
+GZIP_ERRORS = (OSError, EOFError, zlib.error)
+
+
+def require_regular_file(path: str, what: str) -> None:
+    """Refuse a directory, FIFO, socket or device where a regular file is needed.
+
+    For inputs that are sniffed and then opened again, or memory-mapped (LM, model and
+    state files): see the module docstring. A missing file raises ``FileNotFoundError``
+    (the step reports it as ``FILE: No such file or directory``).
+    """
+    mode = os.stat(path).st_mode
+    if stat.S_ISDIR(mode):
+        raise InputError(path, None, f"is a directory, not {what}")
+    if not stat.S_ISREG(mode):
+        kind = ("a FIFO (named pipe)" if stat.S_ISFIFO(mode) else "a socket" if stat.S_ISSOCK(mode)
+                else "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode)
+                else "not a regular file")
+        raise InputError(path, None, f"is {kind}: {what} must be a regular file (it is read "
+                                     "more than once); write it to a file first")
 
 
 def open_binary(path: str | None) -> BinaryIO:
@@ -94,10 +127,8 @@ def iter_lines(path: str | None) -> Iterator[tuple[int, str]]:
             if lineno == 1 and raw.startswith(BOM):
                 raw = raw[len(BOM):]
             yield lineno, decode_line(raw, path, lineno).rstrip("\r\n")
-    except (OSError, EOFError) as err:
-        if isinstance(err, FileNotFoundError):
-            raise
-        raise InputError(path, None, f"cannot read: {err}") from None
+    except GZIP_ERRORS as err:
+        raise _read_error(path, err) from None
     finally:
         if not _is_stdin(stream):
             stream.close()
@@ -111,38 +142,69 @@ def iter_blocks(path: str | None, block_size: int = BLOCK_SIZE) -> Iterator[tupl
     """
     limit = max_line_bytes()
     stream = open_binary(path)
-    lineno = 1
-    tail = b""
-    first = True
     try:
-        while True:
-            chunk = stream.read(block_size)
-            if not chunk:
-                break
-            if first:
-                first = False
-                if chunk.startswith(BOM):
-                    chunk = chunk[len(BOM):]
-                elif len(chunk) < len(BOM) and BOM.startswith(chunk):
-                    chunk += stream.read(len(BOM))  # a short read cut the BOM
-                    chunk = chunk[len(BOM):] if chunk.startswith(BOM) else chunk
-            data = tail + chunk
-            cut = data.rfind(b"\n") + 1
-            if cut == 0:
-                tail = data
-                if len(tail) > limit:
-                    raise _too_long(path, lineno, limit)
-                continue
-            block, tail = data[:cut], data[cut:]
-            if len(tail) > limit:
-                raise _too_long(path, lineno + block.count(b"\n"), limit)
-            yield lineno, _decode_block(block, path, lineno)
-            lineno += block.count(b"\n")
-        if tail:
-            yield lineno, _decode_block(tail, path, lineno)
+        yield from _blocks(stream, path, block_size, limit)
+    except GZIP_ERRORS as err:
+        raise _read_error(path, err) from None
     finally:
         if not _is_stdin(stream):
             stream.close()
+
+
+def _read_error(path: str | None, err: BaseException) -> BaseException:
+    """A read failure as the step reports it: a missing file or directory stays itself."""
+    if isinstance(err, (FileNotFoundError, IsADirectoryError, PermissionError)):
+        return err
+    return InputError(path, None, f"cannot read: {err or type(err).__name__}")
+
+
+def _blocks(stream: BinaryIO, path: str | None, block_size: int, limit: int
+            ) -> Iterator[tuple[int, str]]:
+    lineno = 1
+    tail = b""
+    first = True
+    while True:
+        chunk = stream.read(block_size)
+        if not chunk:
+            break
+        if first:
+            first = False
+            if chunk.startswith(BOM):
+                chunk = chunk[len(BOM):]
+            elif len(chunk) < len(BOM) and BOM.startswith(chunk):
+                chunk += stream.read(len(BOM))  # a short read cut the BOM
+                chunk = chunk[len(BOM):] if chunk.startswith(BOM) else chunk
+        data = tail + chunk
+        cut = data.rfind(b"\n") + 1
+        if cut == 0:
+            tail = data
+            if len(tail) > limit:
+                raise _too_long(path, lineno, limit)
+            continue
+        block, tail = data[:cut], data[cut:]
+        if len(tail) > limit:
+            raise _too_long(path, lineno + block.count(b"\n"), limit)
+        _check_line_lengths(block, path, lineno, limit)
+        yield lineno, _decode_block(block, path, lineno)
+        lineno += block.count(b"\n")
+    if tail:
+        yield lineno, _decode_block(tail, path, lineno)
+
+
+def _check_line_lengths(block: bytes, path: str | None, first_line: int, limit: int) -> None:
+    """No line of ``block`` (whole lines, each ending in ``\\n``) is longer than ``limit``.
+
+    Jumps from newline to the last newline within ``limit + 1`` bytes: a few ``rfind`` per
+    block, not one per line.
+    """
+    if len(block) <= limit:
+        return
+    pos, end = 0, len(block)
+    while end - pos > limit:
+        nl = block.rfind(b"\n", pos, pos + limit + 1)
+        if nl < 0:  # the line starting at pos has more than ``limit`` bytes before its newline
+            raise _too_long(path, first_line + block.count(b"\n", 0, pos), limit)
+        pos = nl + 1
 
 
 def _is_stdin(stream) -> bool:
@@ -167,4 +229,4 @@ def require_nonempty(seen_any: bool, path: str | None, what: str) -> None:
 
 
 __all__ = ["iter_lines", "iter_blocks", "open_binary", "decode_line", "display_name",
-           "require_nonempty", "max_line_bytes", "BOM"]
+           "require_regular_file", "require_nonempty", "max_line_bytes", "BOM"]

@@ -115,11 +115,12 @@ def atomic_path(path: str) -> Iterator[str]:
     target = resolve_target(path)
     special = _special(target)
     directory = None if special else (os.path.dirname(os.path.abspath(target)) or ".")
-    with _user_path_errors(path):
-        fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(target)}.", suffix=".tmp",
-                                   dir=directory)
-    os.close(fd)
+    tmp = None
     try:
+        with _user_path_errors(path), _signals_held():  # the signal comes once tmp is known
+            fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(target)}.", suffix=".tmp",
+                                       dir=directory)
+            os.close(fd)
         yield tmp
         with _user_path_errors(path):
             if special:
@@ -134,9 +135,68 @@ def atomic_path(path: str) -> Iterator[str]:
                 os.chmod(tmp, 0o666 & ~_umask())
                 os.replace(tmp, target)
     except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
+        if tmp is not None:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(tmp)
         raise
+
+
+@contextlib.contextmanager
+def atomic_directory(path: str) -> Iterator[str]:
+    """A temporary directory to write a step's files into, put in place as ``path`` on success.
+
+    A new ``path`` appears whole or not at all: the files are written into a hidden
+    ``.NAME.*.tmp`` directory beside it, renamed to ``path`` at the end. Into an existing
+    directory each file is moved (``os.replace``, one at a time) only after all were written.
+    On failure, or SIGTERM/SIGHUP (:func:`asrpriv.cli.main`), the temporary directory is removed
+    and ``path`` is left as it was (an empty directory is never left behind).
+    """
+    import shutil
+
+    path = str(path)
+    if os.path.exists(path) and not os.path.isdir(path):
+        raise AsrprivError(f"{path}: exists and is not a directory")
+    parent = os.path.dirname(os.path.abspath(path))
+    tmp = None
+    try:
+        with _user_path_errors(path):
+            os.makedirs(parent, exist_ok=True)
+            with _signals_held():  # the signal comes once tmp is known, and it is removed
+                tmp = tempfile.mkdtemp(prefix=f".{os.path.basename(os.path.abspath(path))}.",
+                                       suffix=".tmp", dir=parent)
+        yield tmp
+        with _user_path_errors(path):
+            os.chmod(tmp, 0o777 & ~_umask())
+            if os.path.isdir(path):
+                for name in sorted(os.listdir(tmp)):
+                    os.replace(os.path.join(tmp, name), os.path.join(path, name))
+                os.rmdir(tmp)
+            else:
+                os.rename(tmp, path)
+    except BaseException:
+        if tmp is not None:
+            shutil.rmtree(tmp, ignore_errors=True)
+        raise
+
+
+@contextlib.contextmanager
+def _signals_held() -> Iterator[None]:
+    """Hold SIGTERM/SIGHUP (delivered on exit from the block) while a temporary file or
+    directory is made, so that the handler of :func:`asrpriv.cli.main` never runs after its
+    creation and before its name is known to the cleanup."""
+    import signal
+    import threading
+
+    held = {getattr(signal, n) for n in ("SIGTERM", "SIGHUP") if hasattr(signal, n)}
+    if not hasattr(signal, "pthread_sigmask") \
+            or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, held)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, old)
 
 
 @contextlib.contextmanager

@@ -69,6 +69,8 @@ def estimate_weights(logp: np.ndarray, init=None, tol: float = DEFAULT_TOL,
         tol: stop when ``max_k |lambda_k(new) - lambda_k(old)| < tol``.
         max_iter: at most this many EM steps.
     """
+    if not tol > 0 or tol == float("inf"):  # NaN: "step < nan" is never true, EM would not stop
+        raise ValueError(f"tol must be a finite number > 0, got {tol}")
     logp = np.asarray(logp, dtype=np.float64)
     k, n = logp.shape
     if n == 0:

@@ -27,6 +27,7 @@ from typing import Callable, Protocol, Sequence
 import numpy as np
 
 from asrpriv.errors import InputError, display_name
+from asrpriv.io.lines import require_regular_file
 
 LN10 = math.log(10.0)
 
@@ -168,6 +169,8 @@ class NnlmLM:
 def _is_torch_file(path: str) -> bool:
     """A zip or bare-pickle file (as :func:`asrpriv.nnlm.modelfile.is_model_file`, without torch)."""
     try:
+        if not os.path.isfile(path):  # never read a FIFO to sniff it: its bytes would be gone
+            return False
         if zipfile.is_zipfile(path):
             return True
         with open(path, "rb") as f:
@@ -193,8 +196,8 @@ def load_lm(path: str, classes: str | None = None, **options) -> TokenLM:
     for name in (path, classes):
         if name is not None and not os.path.exists(name):
             raise InputError(name, None, "no such file")
-        if name is not None and os.path.isdir(name):
-            raise InputError(name, None, "is a directory, not an LM file")
+        if name is not None:
+            require_regular_file(name, "an LM file")  # no FIFO: it is sniffed, then read again
     if classes is not None:
         return ClassLM(path, classes)
     for _kind, detect, load in LOADERS:

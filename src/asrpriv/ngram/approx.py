@@ -180,6 +180,8 @@ def backoff_prob(orders: list[ApproxOrder], probs: list[np.ndarray], bows: list[
 def build_approx(tables: list[OrderTable], base: int, unk_id: int, bos_id: int,
                  min_backoff: float = DEFAULT_MIN_BACKOFF) -> list[ApproxOrder]:
     """Step 3: normalized, back-off-smoothed n-gram probabilities from the averages."""
+    if not 0.0 <= min_backoff < 1.0:  # NaN too: it would write an ARPA full of "nan"
+        raise ValueError(f"min_backoff must be in [0, 1), got {min_backoff}")
     orders: list[ApproxOrder] = []
     probs: list[np.ndarray] = []
     bows: list[np.ndarray] = []

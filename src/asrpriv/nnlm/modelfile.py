@@ -19,6 +19,7 @@ parameters' dtype.
 
 from __future__ import annotations
 
+import os
 import pickle
 import zipfile
 from typing import Any
@@ -119,6 +120,22 @@ def save_delta(path: str, delta_state: dict[str, torch.Tensor], vocab: Vocabular
                privacy=privacy, **extra)
 
 
+def delta_weight(payload: dict, path: str) -> float:
+    """A delta's ``weight`` (the client's number of training words): a finite number > 0.
+
+    NaN, infinite, zero, negative and non-numeric weights are an InputError: the server
+    weights the client's update by it.
+    """
+    import math
+
+    weight = payload.get("weight")
+    if isinstance(weight, bool) or not isinstance(weight, (int, float)) \
+            or not math.isfinite(weight) or weight <= 0:
+        raise InputError(path, None, f"bad client weight {weight!r} (expected the client's "
+                                     "number of training words, > 0)")
+    return float(weight)
+
+
 def is_model_file(path: str) -> bool:
     """True if ``path`` looks like a torch file (zip, or a bare pickle), not ARPA or kenlm binary.
 
@@ -126,6 +143,8 @@ def is_model_file(path: str) -> bool:
     :func:`read_model_file` and is refused there rather than handed to another reader.
     """
     try:
+        if not os.path.isfile(path):  # never read a FIFO to sniff it: its bytes would be gone
+            return False
         if zipfile.is_zipfile(path):
             return True
         with open(path, "rb") as f:
@@ -144,6 +163,9 @@ def read_any_payload(path: str, mmap: bool = False) -> dict:
     """
     import warnings
 
+    from asrpriv.io.lines import require_regular_file
+
+    require_regular_file(path, "a model file")  # no FIFO: it is sniffed, then loaded
     _refuse_other_formats(path)
     try:
         with warnings.catch_warnings():  # e.g. "Detected pickle protocol 4": noise on stderr

@@ -46,7 +46,9 @@ def load_kenlm(path: str):
     import kenlm
 
     from asrpriv.errors import InputError
+    from asrpriv.io.lines import require_regular_file
 
+    require_regular_file(path, "an ARPA or kenlm binary LM")  # kenlm reads it more than once
     config = kenlm.Config()
     config.show_progress = False
     config.arpa_complain = kenlm.ARPALoadComplain.NONE if hasattr(kenlm, "ARPALoadComplain") \

@@ -16,6 +16,7 @@ import sys
 from typing import Iterator, Sequence
 
 from asrpriv.errors import AsrprivError, InputError
+from asrpriv.io.lines import require_regular_file
 
 LN10 = math.log(10.0)
 
@@ -51,8 +52,9 @@ class NgramScorer:
     def __init__(self, path: str, verbose: bool = False, classes: str | None = None) -> None:
         import kenlm
 
-        if not os.path.isfile(path):
+        if not os.path.exists(path):
             raise AsrprivError(f"{path}: no such n-gram LM file")
+        require_regular_file(path, "an n-gram LM file")  # kenlm reads it more than once
         try:
             with silence_native_stderr(not verbose):
                 self.model = kenlm.Model(path)

@@ -6,7 +6,7 @@ import os
 
 from asrpriv.errors import InputError
 from asrpriv.io.nbest import NbestReader, write_header, write_rows
-from asrpriv.io.output import open_output
+from asrpriv.io.output import atomic_directory, open_output
 
 
 def part_sizes(n: int, parts: int) -> list[int]:
@@ -48,11 +48,11 @@ def split_by_client(path: str, parts: int, output_dir: str, keep: set[str] | Non
                 part_of[(client, i)] = k
             sizes[k][client] = size
             start += size
-    os.makedirs(output_dir, exist_ok=True)
-    for k in range(parts):
-        with open_output(os.path.join(output_dir, f"part-{k}.tsv")) as stream:
-            write_header(stream, reader.columns)
-            for client, i in order:
-                if part_of[(client, i)] == k:
-                    write_rows(stream, (h.values for h in by_client[client][i].hyps))
+    with atomic_directory(output_dir) as directory:  # all parts or none; no empty directory
+        for k in range(parts):
+            with open_output(os.path.join(directory, f"part-{k}.tsv")) as stream:
+                write_header(stream, reader.columns)
+                for client, i in order:
+                    if part_of[(client, i)] == k:
+                        write_rows(stream, (h.values for h in by_client[client][i].hyps))
     return sizes

@@ -38,6 +38,9 @@ def read_spans(path: str) -> dict[str, list[Span]]:
     Checks every row: 6 tab-separated columns, integer positions ``0 <= start < end``, a
     ``text`` of exactly ``end - start`` words. Whether ``text`` matches the utterance's
     words is checked where the text is read (:mod:`.transform`).
+
+    An empty file (not even the header line) is an InputError: a failed entity tagger leaves
+    one, and the text would pass through in clear. Only the header means "no entities".
     """
     by_utt: dict[str, list[Span]] = {}
     seen_header = False
@@ -66,6 +69,9 @@ def read_spans(path: str) -> dict[str, list[Span]]:
             raise InputError(path, lineno, f"text has {len(words)} words for positions "
                                            f"{start}..{end} ({end - start} words)")
         by_utt.setdefault(utt, []).append(Span(utt, start, end, cls, typ, " ".join(words), lineno))
+    if not seen_header:
+        raise InputError(path, None, "empty input: expected entity spans (a file with only the "
+                                     f"header line, {' '.join(HEADER)}, means no entities)")
     for spans in by_utt.values():
         spans.sort(key=lambda s: (s.start, s.end))
         for a, b in zip(spans, spans[1:]):

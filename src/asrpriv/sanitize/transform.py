@@ -85,6 +85,8 @@ class Sanitizer:
 
     def __init__(self, classes: Iterable[str], keep: float, pool: dict[str, list[str]],
                  rng: random.Random, tag: bool = False) -> None:
+        if not 0.0 <= keep <= 1.0:  # NaN too: rand() < nan would silently replace everything
+            raise ValueError(f"keep must be a probability in [0, 1], got {keep}")
         self.classes = frozenset(classes)
         self.keep = keep
         self.pool = pool

@@ -111,7 +111,8 @@ def count_text(path: str, ids: bool, client_of: dict[str, str] | None, unit: str
         from asrpriv.unigram.counting import count_text_fast
         from asrpriv.unigram.fastcount import count_words
 
-        if path is None or str(path) == "-":  # stdin cannot be re-read: sniff its first block
+        if path is None or str(path) == "-" or not os.path.isfile(path):
+            # stdin, a pipe or a FIFO cannot be re-read: sniff its first block
             blocks = iter_blocks(path)
             first = next(blocks, None)
             head = [] if first is None else \

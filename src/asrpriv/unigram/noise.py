@@ -102,7 +102,8 @@ def laplace_counts(meta: dict[str, str], counts: dict[str, float], vocab: list[s
         value = counts.get(word, 0.0)
         k = round(value / gamma)
         if abs(k * gamma - value) > 1e-9 * max(1.0, value) and source != "override":
-            raise AsrprivError(f"count of {word!r} ({value}) is not a multiple of the grid {gamma}; "
+            # the count itself is not quoted: it is an un-noised statistic of the private input
+            raise AsrprivError(f"count of {word!r} is not a multiple of the grid {gamma}; "
                                "the counts were not made by a bounded count-unigrams")
         steps.append(k)
     vocab_set = set(vocab)

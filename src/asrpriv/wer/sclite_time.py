@@ -26,6 +26,7 @@ centiseconds, zero-padded to 7 digits.
 from __future__ import annotations
 
 import bisect
+import math
 from dataclasses import dataclass, field
 
 from asrpriv.errors import InputError
@@ -47,9 +48,12 @@ class StmReference:
 
 def _time(text: str, path, lineno, what) -> float:
     try:
-        return float(text)
+        value = float(text)
     except ValueError:
         raise InputError(path, lineno, f"{what}: expected seconds, got {text!r}") from None
+    if not math.isfinite(value):  # NaN/inf times cannot be ordered or turned into segment ids
+        raise InputError(path, lineno, f"{what}: expected a finite number of seconds, got {text!r}")
+    return value
 
 
 def segment_id(file: str, channel: str, begin: float, end: float) -> str:

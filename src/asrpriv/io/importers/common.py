@@ -66,8 +66,9 @@ def write_table(table: NbestTable, out: IO[str]) -> int:
     """Write ``table`` as our N-best TSV; return the number of utterances.
 
     Checks while streaming: an utterance's rows are contiguous, its ranks unique, every row
-    has every score column the table announced. Rows are written in the order given (the
-    TSV reader sorts each utterance by rank).
+    has every score column the table announced, every score is finite (FILE:LINE of the
+    record otherwise). Rows are written in the order given (the TSV reader sorts each
+    utterance by rank).
     """
     scores = [c for c in SCORE_COLUMNS if c in table.score_columns]
     columns = ["utt_id", "rank", *scores, "text", *table.extra_columns]
@@ -90,6 +91,9 @@ def write_table(table: NbestTable, out: IO[str]) -> int:
         for c in scores:
             if c not in row.scores:
                 raise InputError(path, line, f"no {c} for utterance {row.utt_id!r} rank {row.rank}")
+            if not math.isfinite(row.scores[c]):  # every later step refuses nan/inf scores
+                raise InputError(path, line, f"{c} {row.scores[c]} for utterance {row.utt_id!r} "
+                                             f"rank {row.rank}: expected a finite score")
             values.append(format_number(row.scores[c]))
         text = " ".join(row.text.split())
         values.append(text)

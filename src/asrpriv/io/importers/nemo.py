@@ -20,12 +20,12 @@ Utterance ids: the manifest field ``id_field`` when given, else the file name of
 
 from __future__ import annotations
 
-import json
 import os
 from typing import Iterator
 
 from asrpriv.errors import AsrprivError, InputError
 from asrpriv.io.importers.common import NbestTable, Row, check_id, parse_float
+from asrpriv.io.jsontext import parse_json
 from asrpriv.io.lines import iter_lines
 
 
@@ -47,10 +47,7 @@ def iter_manifest(path: str | None, lines=None) -> Iterator[tuple[int, dict]]:
     for lineno, line in (iter_lines(path) if lines is None else lines):
         if not line.strip():
             continue
-        try:
-            entry = json.loads(line)
-        except json.JSONDecodeError as err:
-            raise InputError(path, lineno, f"not a JSON object: {err.msg}") from None
+        entry = parse_json(line, path, lineno, "a JSON object")
         if not isinstance(entry, dict):
             raise InputError(path, lineno, "not a JSON object")
         yield lineno, entry
