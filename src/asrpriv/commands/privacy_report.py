@@ -7,15 +7,15 @@ import json
 import click
 
 from asrpriv.errors import AsrprivError
-from asrpriv.options import common_options
+from asrpriv.options import FiniteFloat, common_options
 
 
 @click.command("privacy-report")
 @click.argument("file", required=False, metavar="[FILE]")
-@click.option("--noise-multiplier", type=float, default=None, help="z (without FILE).")
-@click.option("--sample-rate", type=float, default=None, help="Poisson sampling rate q (without FILE).")
+@click.option("--noise-multiplier", type=FiniteFloat(), default=None, help="z (without FILE).")
+@click.option("--sample-rate", type=FiniteFloat(), default=None, help="Poisson sampling rate q (without FILE).")
 @click.option("--rounds", type=int, default=None, help="Number of rounds T (without FILE).")
-@click.option("--delta", type=float, default=1e-5, show_default=True,
+@click.option("--delta", type=FiniteFloat(), default=1e-5, show_default=True,
               help="The delta at which epsilon is reported.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 @click.option("--require-dp", is_flag=True,
