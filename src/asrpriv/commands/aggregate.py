@@ -8,7 +8,7 @@ import os
 import click
 
 from asrpriv.errors import AsrprivError
-from asrpriv.options import common_options, info, output_option, seed_option, seeded_warning, warn
+from asrpriv.commands.options import common_options, info, output_option, seed_option, seeded_warning, warn
 
 EPILOG = """\b
 Model deltas (paper 001): --server fedavg|fedadam --model MODEL --state STATE -o NEW DELTA...

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from asrpriv.options import common_options, seed_option
+from asrpriv.commands.options import common_options, seed_option
 
 METHODS = ("ward", "divisive", "constrained", "random", "kmeans")
 
@@ -62,7 +62,7 @@ def cluster_weights(inputs, labels_path, method, layer, clusters, size, epsilon,
     """
     from asrpriv import __version__
     from asrpriv.audit.run import AuditRequest, run_audit, write_outputs
-    from asrpriv.options import info
+    from asrpriv.commands.options import info
     from asrpriv.progress import Progress
 
     request = AuditRequest(inputs=list(inputs), labels_path=labels_path, method=method,

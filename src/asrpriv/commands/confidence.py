@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from asrpriv.options import common_options, info, output_option, warn
+from asrpriv.commands.options import common_options, info, output_option, warn
 # the first-pass weights that rescore-nbest and tune-weights use (combine imports no numpy)
 from asrpriv.rescore.combine import DEFAULT_LM_WEIGHT as _LM_WEIGHT
 from asrpriv.rescore.combine import DEFAULT_WORD_PENALTY as _WORD_PENALTY

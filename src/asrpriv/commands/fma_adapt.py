@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import click
 
-from asrpriv.options import FiniteFloat, common_options, output_option
+from asrpriv.commands.options import FiniteFloat, common_options, output_option
 
 
 @click.command("fma-adapt")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from asrpriv.options import common_options
+from asrpriv.commands.options import common_options
 
 HELP = """Linear interpolation of LMs: estimate the weights, or write a static mixture.
 
@@ -95,7 +95,7 @@ def _write_mixture(lm_paths, weights, output, precision) -> None:
     from asrpriv.io.output import open_output
     from asrpriv.ngram.mix import mix_models
     from asrpriv.ngram.packed import read_packed
-    from asrpriv.options import info
+    from asrpriv.commands.options import info
 
     models = [read_packed(p) for p in lm_paths]
     mixed = mix_models(models, weights)
@@ -115,7 +115,7 @@ def _estimate(lm_paths, class_files, heldout, ids, init, tol, max_iter, oov_poli
     from asrpriv.mixture.em import estimate_weights, mix_logprobs
     from asrpriv.mixture.streams import compute_streams, load_lm
     from asrpriv.nnlm.data import read_corpus
-    from asrpriv.options import info, warn
+    from asrpriv.commands.options import info, warn
 
     from asrpriv.mixture.streams import pair_classes
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from asrpriv.options import common_options, output_option
+from asrpriv.commands.options import common_options, output_option
 
 
 #: above this OOV rate perplexity gets a warning that it does not compare across vocabularies
@@ -54,7 +54,7 @@ def perplexity(text, lm_paths, class_files, weights_text, per_word, ids, as_json
     from asrpriv.errors import InputError, display_name
     from asrpriv.io.output import open_output
     from asrpriv.mixture.weights import parse_weights
-    from asrpriv.options import warn
+    from asrpriv.commands.options import warn
 
     weights = parse_weights(weights_text, len(lm_paths))
     from asrpriv.mixture import report

@@ -7,7 +7,7 @@ import json
 import click
 
 from asrpriv.errors import AsrprivError, InputError
-from asrpriv.options import common_options
+from asrpriv.commands.options import common_options
 
 
 def _file_history(path: str):

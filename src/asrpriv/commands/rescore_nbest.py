@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from asrpriv.options import FiniteFloat, common_options, output_option
+from asrpriv.commands.options import FiniteFloat, common_options, output_option
 
 HELP = """Rescore N-best lists (TSV) with a neural LM and/or an n-gram LM, and re-rank them.
 
@@ -105,7 +105,7 @@ def rescore_nbest(ctx: click.Context, inputs, nnlm, ngram, class_files, ngram_we
                   device, threads, batch_tokens, max_words, unk_penalty, chunk_utts, output) -> None:
     from asrpriv.errors import AsrprivError
     from asrpriv.io.output import open_output
-    from asrpriv.options import info, is_verbose
+    from asrpriv.commands.options import info, is_verbose
     from asrpriv.progress import Progress
     from asrpriv.rescore.combine import Weights, read_weights
     from asrpriv.rescore.pipeline import Rescorer, iter_inputs

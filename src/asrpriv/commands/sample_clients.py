@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from asrpriv.errors import AsrprivError, InputError
-from asrpriv.options import common_options, info, output_option, seed_option, warn
+from asrpriv.commands.options import common_options, info, output_option, seed_option, warn
 
 
 @click.command("sample-clients")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from asrpriv.errors import AsrprivError
-from asrpriv.options import common_options, info
+from asrpriv.commands.options import common_options, info
 
 
 @click.command("split-nbest")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from asrpriv.options import common_options, output_option
+from asrpriv.commands.options import common_options, output_option
 
 HELP = """Pick rescoring weights on a dev set: the lowest WER of the 1-best.
 
@@ -46,7 +46,7 @@ def tune_weights(nbest, ref_path, lm_weights, nnlm_weights, word_penalties, outp
     from asrpriv.errors import AsrprivError
     from asrpriv.io.kaldi import read_text
     from asrpriv.io.output import open_output
-    from asrpriv.options import info, warn
+    from asrpriv.commands.options import info, warn
     from asrpriv.rescore.combine import write_weights
     from asrpriv.rescore.tune import load_tune_data, parse_grid, tune
 
