@@ -170,13 +170,11 @@ def _lines_file(lines: Iterable[str]) -> str:
     return path
 
 
-def _counts_of(accumulators, settings: dict) -> Counts:
-    from asrpriv.unigram.meta import base_meta
-
-    if len(accumulators) != 1:
+def _one_counts(result) -> Counts:
+    if len(result.files) != 1:
         raise AsrprivError("expected one set of counts (no per-client split here)")
-    (acc,) = accumulators.values()
-    return Counts(base_meta(**settings, units=acc.units), dict(acc.counts))
+    ((meta, counts),) = result.files.values()
+    return Counts(dict(meta), dict(counts))
 
 
 def count_text(text: str | Iterable[str], ids: bool = False, max_l1: float | None = None,
@@ -190,23 +188,17 @@ def count_text(text: str | Iterable[str], ids: bool = False, max_l1: float | Non
             calibrates to it); counts are floored onto multiples of ``grid``.
         public: mark the counts ``#public=1`` (public data, usable as a vocabulary).
     """
-    from asrpriv.unigram.counting import CountAccumulator
-    from asrpriv.unigram.driver import count_text as _count
+    from asrpriv.unigram.driver import CountSettings, count_unigrams
 
-    _check_bound(max_l1, grid)
+    settings = CountSettings(text=True, ids=ids, max_l1=max_l1, grid=grid, public=public,
+                             output=None)
     path, temp = (text, None) if isinstance(text, str) else (None, _lines_file(text))
+    settings.input = path or temp
     try:
-        result = _count(path or temp, ids, None, "utterance", False,
-                        lambda: CountAccumulator(max_l1, grid))
+        return _one_counts(count_unigrams(settings))
     finally:
         if temp:
             os.unlink(temp)
-    settings = {"source": "text"}
-    if max_l1 is not None:
-        settings.update({"unit": "utterance", "max_l1": float(max_l1), "grid": float(grid)})
-    if public:
-        settings["public"] = 1
-    return _counts_of(result, settings)
 
 
 def count_nbest(path: str, sigma: float = 5.0, top: int | None = None,
@@ -216,27 +208,10 @@ def count_nbest(path: str, sigma: float = 5.0, top: int | None = None,
     Each hypothesis of rank r adds K(r) c_s(w) to word w, K the Gaussian kernel of width
     ``sigma`` over ranks; ``top`` keeps the first ranks only. ``max_l1`` as in :func:`count_text`.
     """
-    from asrpriv.unigram.counting import CountAccumulator
-    from asrpriv.unigram.driver import count_nbest as _count
+    from asrpriv.unigram.driver import CountSettings, count_unigrams
 
-    _check_bound(max_l1, grid)
-    if not sigma > 0:
-        raise AsrprivError("sigma must be > 0")
-    result = _count(path, sigma, top, None, "utterance", False,
-                    lambda: CountAccumulator(max_l1, grid))
-    settings = {"source": "nbest", "sigma": float(sigma), "top": top}
-    if max_l1 is not None:
-        settings.update({"unit": "utterance", "max_l1": float(max_l1), "grid": float(grid)})
-    return _counts_of(result, settings)
-
-
-def _check_bound(max_l1: float | None, grid: float) -> None:
-    import math
-
-    if max_l1 is not None and not (math.isfinite(max_l1) and max_l1 > 0):
-        raise AsrprivError(f"max_l1 must be a finite number > 0, got {max_l1}")
-    if not (math.isfinite(grid) and grid > 0):
-        raise AsrprivError(f"grid must be a finite number > 0, got {grid}")
+    return _one_counts(count_unigrams(CountSettings(path, sigma=sigma, top=top, max_l1=max_l1,
+                                                    grid=grid, output=None)))
 
 
 def aggregate_counts(paths: Sequence[str], disjoint: bool = False) -> Counts:
@@ -260,18 +235,15 @@ def add_laplace_noise(counts: Counts, vocab: Sequence[str], epsilon: float,
     makes it repeatable and NOT private (the release is marked seeded). The release is
     appended to the privacy history, as ``asrpriv add-noise`` does.
     """
-    from asrpriv.privacy.counts_mechanism import exact_fraction, laplace_counts
-    from asrpriv.privacy.randomness import noise_rng
-    from asrpriv.unigram.meta import refuse_seeded
+    from asrpriv.privacy.counts_mechanism import exact_fraction
+    from asrpriv.unigram.noise import laplace_release
 
-    refuse_seeded("counts", counts.meta, False)
     eps = exact_fraction(str(epsilon), "epsilon")
     words = list(dict.fromkeys(vocab))
     if not words:
         raise AsrprivError("empty vocabulary")
-    meta, noisy, report = laplace_counts(dict(counts.meta), dict(counts.counts), words, eps,
-                                         noise_rng(seed), None, clamp=clamp,
-                                         seeded=seed is not None)
+    meta, noisy, report = laplace_release(dict(counts.meta), dict(counts.counts), words, eps,
+                                          seed, None, clamp=clamp)
     return NoiseResult(Counts(meta, noisy), float(report.scale), float(report.sensitivity),
                        report.sensitivity_source, float(eps))
 
@@ -316,40 +288,33 @@ def fma_adapt_arpa(arpa: str, adapt: Counts | str, output: str, beta: float = 0.
         adapt_arpa_file(arpa, adapt, output, beta=beta, reversed_=reversed, prior=prior)
 
 
-def rescore_nbest(nbest: str, output: str, ngram: str | None = None, nnlm: str | None = None,
-                  lm_weight: float | None = None, **options) -> None:
+def rescore_nbest(nbest: str, output: str, ngram: str | Sequence[str] | None = None,
+                  nnlm: str | None = None, lm_weight: float | None = None, **options) -> None:
     """Rescore an N-best TSV with an n-gram (ARPA/kenlm) and/or a neural LM: ``rescore-nbest``.
 
-    Runs the CLI step in-process (torch/kenlm imported then); ``options`` are its other
-    options by their Python names (e.g. ``nnlm_weight=0.5``, ``one_best=True``). Errors raise
-    :class:`AsrprivError` instead of exiting.
+    ``options`` are the step's other settings by their Python names
+    (:class:`asrpriv.rescore.pipeline.RescoreSettings`, e.g. ``nnlm_weight=0.5``,
+    ``best=True``, ``factors="f.tsv"``; ``classes`` = ``class_files``). torch is imported
+    only with ``nnlm``, kenlm with ``ngram``. Errors raise :class:`AsrprivError`.
     """
-    args = [nbest, "-o", output, "-q"]
-    if ngram:
-        args += ["--ngram", ngram]
-    if nnlm:
-        args += ["--nnlm", nnlm]
-    if lm_weight is not None:
-        args += ["--lm-weight", str(lm_weight)]
-    for name, value in options.items():
-        flag = "--" + name.replace("_", "-")
-        if value is True:
-            args.append(flag)
-        elif value not in (None, False):
-            args += [flag, str(value)]
-    _run_step("rescore-nbest", args)
+    import dataclasses
 
+    from asrpriv.rescore.pipeline import RescoreSettings, rescore_nbest as run
 
-def _run_step(step: str, args: list[str]) -> None:
-    import click
-
-    from asrpriv.cli import cli
-
-    command = cli.get_command(click.Context(cli), step)
-    try:
-        command.main(args=args, prog_name=f"asrpriv {step}", standalone_mode=False)
-    except click.UsageError as err:
-        raise AsrprivError(f"{step}: {err.format_message()}") from None
+    fields = {f.name for f in dataclasses.fields(RescoreSettings)}
+    if "classes" in options:
+        options["class_files"] = options.pop("classes")
+    if "weights_file" in options:
+        options["weights"] = options.pop("weights_file")
+    unknown = sorted(set(options) - fields | set(options) & {"inputs", "output", "ngram", "nnlm"})
+    if unknown:
+        raise AsrprivError(f"rescore_nbest: unknown option(s) {', '.join(unknown)}")
+    for name in ("class_files",):
+        if isinstance(options.get(name), str):
+            options[name] = (options[name],)
+    ngrams = (ngram,) if isinstance(ngram, str) else tuple(ngram or ())
+    run(RescoreSettings(inputs=(nbest,), output=output, ngram=ngrams, nnlm=nnlm,
+                        lm_weight=lm_weight, **options))
 
 
 # ---------------------------------------------------------------------------- scoring

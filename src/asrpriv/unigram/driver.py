@@ -296,9 +296,13 @@ def count_unigrams(s: CountSettings, warn: Callable[[str], None] | None = None) 
     per unit to ``max_l1`` (L1) when given; written to ``output`` (or one file per client in
     ``by_client``) unless ``output`` is None. Bad settings raise :class:`AsrprivError`, bad
     input :class:`InputError` (file and line)."""
+    import dataclasses
+
     if warn is None:
         from asrpriv.talk import warn
     labels = check_count_settings(s)
+    s = dataclasses.replace(s, sigma=float(s.sigma), grid=float(s.grid),  # as metadata: 15.0
+                            max_l1=None if s.max_l1 is None else float(s.max_l1))
     client_of = None
     if s.utt2client:
         from asrpriv.io.kaldi import read_map
