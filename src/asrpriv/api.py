@@ -35,7 +35,74 @@ __all__ = [
     "read_counts", "write_counts", "read_factors", "write_factors", "read_nbest",
     "count_text", "count_nbest", "aggregate_counts", "add_laplace_noise",
     "fma_factors", "fma_adapt_arpa", "rescore_nbest", "score_wer", "privacy_epsilon",
+    "STEP_ENTRIES",
 ]
+
+#: step -> "module:function" of its library entry (docs/API.md: the same table). The CLI's
+#: command turns argv into the entry's settings; the names below re-export the entries.
+STEP_ENTRIES: dict[str, str] = {
+    "count-unigrams": "asrpriv.unigram.driver:count_unigrams",
+    "aggregate": "asrpriv.unigram.aggregate:aggregate_files",
+    "add-noise": "asrpriv.unigram.noise:add_noise_counts",
+    "fma-adapt": "asrpriv.unigram.fma:fma_factors_files",
+    "rescore-nbest": "asrpriv.rescore.pipeline:rescore_nbest",
+    "tune-weights": "asrpriv.rescore.tune:tune_weights",
+    "split-nbest": "asrpriv.rescore.split:split_nbest",
+    "sample-clients": "asrpriv.federated.sampling:sample_clients",
+    "train-ngram": "asrpriv.ngram.trainer:train_ngram",
+    "sanitize": "asrpriv.sanitize.transform:sanitize",
+    "confidence": "asrpriv.confidence.step:confidence",
+    "perplexity": "asrpriv.mixture.steps:perplexity",
+    "interpolate": "asrpriv.mixture.steps:interpolate",
+    "cluster-weights": "asrpriv.audit.run:cluster_weights",
+}
+
+#: the entries and their settings types, imported on first use (``api.train_ngram``)
+_LAZY: dict[str, str] = {
+    "count_unigrams": "asrpriv.unigram.driver:count_unigrams",
+    "CountSettings": "asrpriv.unigram.driver:CountSettings",
+    "CountResult": "asrpriv.unigram.driver:CountResult",
+    "add_noise_counts": "asrpriv.unigram.noise:add_noise_counts",
+    "LaplaceSettings": "asrpriv.unigram.noise:LaplaceSettings",
+    "add_noise_delta": "asrpriv.federated.local_noise:noise_delta_file",
+    "aggregate_files": "asrpriv.unigram.aggregate:aggregate_files",
+    "fma_factors_files": "asrpriv.unigram.fma:fma_factors_files",
+    "adapt_arpa_file": "asrpriv.ngram.fma_file:adapt_arpa_file",
+    "RescoreSettings": "asrpriv.rescore.pipeline:RescoreSettings",
+    "tune_weights": "asrpriv.rescore.tune:tune_weights",
+    "split_nbest": "asrpriv.rescore.split:split_nbest",
+    "sample_clients": "asrpriv.federated.sampling:sample_clients",
+    "train_ngram": "asrpriv.ngram.trainer:train_ngram",
+    "TrainSettings": "asrpriv.ngram.trainer:TrainSettings",
+    "sanitize": "asrpriv.sanitize.transform:sanitize",
+    "SanitizeSettings": "asrpriv.sanitize.transform:SanitizeSettings",
+    "confidence": "asrpriv.confidence.step:confidence",
+    "ConfidenceSettings": "asrpriv.confidence.step:ConfidenceSettings",
+    "perplexity": "asrpriv.mixture.steps:perplexity",
+    "PerplexitySettings": "asrpriv.mixture.steps:PerplexitySettings",
+    "interpolate": "asrpriv.mixture.steps:interpolate",
+    "InterpolateSettings": "asrpriv.mixture.steps:InterpolateSettings",
+    "cluster_weights": "asrpriv.audit.run:cluster_weights",
+    "AuditRequest": "asrpriv.audit.run:AuditRequest",
+}
+__all__ += list(_LAZY)
+
+
+def __getattr__(name: str):
+    """The step entries, imported when first used (importing asrpriv.api loads neither click
+    nor torch nor numpy)."""
+    if name not in _LAZY:
+        raise AttributeError(f"module 'asrpriv.api' has no attribute {name!r}")
+    import importlib
+
+    module, attr = _LAZY[name].split(":")
+    value = getattr(importlib.import_module(module), attr)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))
 
 #: the default grid of count-unigrams --max-l1 (counts are floored onto its multiples)
 DEFAULT_GRID = 2.0 ** -10
@@ -288,9 +355,12 @@ def fma_adapt_arpa(arpa: str, adapt: Counts | str, output: str, beta: float = 0.
         adapt_arpa_file(arpa, adapt, output, beta=beta, reversed_=reversed, prior=prior)
 
 
-def rescore_nbest(nbest: str, output: str, ngram: str | Sequence[str] | None = None,
-                  nnlm: str | None = None, lm_weight: float | None = None, **options) -> None:
+def rescore_nbest(nbest, output: str | None = None, ngram: str | Sequence[str] | None = None,
+                  nnlm: str | None = None, lm_weight: float | None = None, **options):
     """Rescore an N-best TSV with an n-gram (ARPA/kenlm) and/or a neural LM: ``rescore-nbest``.
+
+    ``nbest`` may instead be a :class:`asrpriv.rescore.pipeline.RescoreSettings` (the step's
+    settings, all of them): then it is the step's entry and returns its result.
 
     ``options`` are the step's other settings by their Python names
     (:class:`asrpriv.rescore.pipeline.RescoreSettings`, e.g. ``nnlm_weight=0.5``,
@@ -301,6 +371,10 @@ def rescore_nbest(nbest: str, output: str, ngram: str | Sequence[str] | None = N
 
     from asrpriv.rescore.pipeline import RescoreSettings, rescore_nbest as run
 
+    if isinstance(nbest, RescoreSettings):
+        return run(nbest)
+    if output is None:
+        raise AsrprivError("rescore_nbest: give the output file")
     fields = {f.name for f in dataclasses.fields(RescoreSettings)}
     if "classes" in options:
         options["class_files"] = options.pop("classes")

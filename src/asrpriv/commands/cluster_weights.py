@@ -60,8 +60,7 @@ def cluster_weights(inputs, labels_path, method, layer, clusters, size, epsilon,
     column, the number of pure clusters and the size histogram; optionally the rank test and
     a linear probe (accuracy and AUC with 95% intervals).
     """
-    from asrpriv import __version__
-    from asrpriv.audit.run import AuditRequest, run_audit, write_outputs
+    from asrpriv.audit.run import AuditRequest, cluster_weights as run
     from asrpriv.commands.options import info
     from asrpriv.progress import Progress
 
@@ -72,8 +71,7 @@ def cluster_weights(inputs, labels_path, method, layer, clusters, size, epsilon,
                            probe_groups=probe_groups, probe_folds=probe_folds,
                            color_label=color_label, memory_budget=memory_mb << 20)
     with Progress("dims") as bar:
-        result = run_audit(request, progress=bar.update)
-    write_outputs(result, out_dir, color_label, __version__)
+        result = run(request, out_dir, progress=bar.update)
     report = result["report"]
     info(f"cluster-weights: {report['items']} items, {report['clusters']} clusters; " +
          "; ".join(f"{col}: purity {s['purity']:.3f}, entropy {s['entropy']:.3f}"
