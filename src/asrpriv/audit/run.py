@@ -58,8 +58,6 @@ def read_labels(path: str) -> tuple[list[str], dict[str, list[str]]]:
 
 def run_audit(request: AuditRequest, progress=None) -> dict:
     """Run the audit; returns everything the report needs (assignment, scores, linkage...)."""
-    import numpy as np
-
     from asrpriv.audit import clustering, metrics
     from asrpriv.audit.gram import block_dims_for, centred_gram
     from asrpriv.audit.items import VectorSource, expand_items

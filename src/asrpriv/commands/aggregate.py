@@ -8,6 +8,7 @@ import os
 import click
 
 from asrpriv.errors import AsrprivError
+from asrpriv.io.sniff import is_torch_file
 from asrpriv.commands.options import common_options, info, output_option, seed_option, seeded_warning, warn
 
 EPILOG = """\b
@@ -40,14 +41,8 @@ def _is_delta_mode(inputs) -> bool:
     for arg in inputs:
         if arg.startswith("@") or os.path.isdir(arg):
             return True
-        if arg != "-" and os.path.isfile(arg):
-            try:
-                with open(arg, "rb") as f:
-                    head = f.read(4)
-            except OSError:
-                continue
-            if head.startswith(b"PK\x03\x04") or head[:1] == b"\x80":
-                return True
+        if arg != "-" and os.path.isfile(arg) and is_torch_file(arg):
+            return True
     return False
 
 

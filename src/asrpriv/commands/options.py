@@ -4,7 +4,6 @@ The stderr talk (``info``, ``warn``, ...) lives in :mod:`asrpriv.talk` and is re
 
 from __future__ import annotations
 
-import functools
 from typing import Callable
 
 import click

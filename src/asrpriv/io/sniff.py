@@ -71,3 +71,19 @@ def ids_warning(lines: Iterable[str]) -> str | None:
         return None
     return (f"the first word of every line looks like an utterance id ({firsts[0]!r}, "
             f"{firsts[1]!r}, ...): if this is Kaldi text, give --ids, or the ids are counted as words")
+
+
+def is_torch_file(path: str) -> bool:
+    """True if ``path`` looks like a torch file: a zip (``torch.save``'s format; a file that
+    starts with a zip local header counts too) or a bare pickle (first byte 0x80, the pickle
+    protocol marker), so that it goes to the model reader, which refuses what it cannot load
+    safely, rather than to a text, ARPA or kenlm reader. Reads the first bytes only (no torch
+    import). An unreadable path or a directory is not a torch file."""
+    import zipfile
+
+    try:
+        with open(path, "rb") as f:
+            head = f.read(4)
+        return head.startswith(b"PK\x03\x04") or head[:1] == b"\x80" or zipfile.is_zipfile(path)
+    except OSError:
+        return False

@@ -20,7 +20,6 @@ parameters' dtype.
 from __future__ import annotations
 
 import pickle
-import zipfile
 from typing import Any
 
 import torch
@@ -111,18 +110,12 @@ def save_delta(path: str, delta_state: dict[str, torch.Tensor], vocab: Vocabular
 
 
 def is_model_file(path: str) -> bool:
-    """True if ``path`` looks like a torch file (zip, or a bare pickle), not ARPA or kenlm binary.
+    """True if ``path`` looks like a torch file (zip, or a bare pickle), not ARPA or kenlm binary:
+    :func:`asrpriv.io.sniff.is_torch_file` (a bare pickle goes through :func:`read_model_file`
+    and is refused there rather than handed to another reader)."""
+    from asrpriv.io.sniff import is_torch_file
 
-    A bare pickle (first byte 0x80, the pickle protocol marker) counts, so that it goes through
-    :func:`read_model_file` and is refused there rather than handed to another reader.
-    """
-    try:
-        if zipfile.is_zipfile(path):
-            return True
-        with open(path, "rb") as f:
-            return f.read(1) == b"\x80"
-    except OSError:
-        return False
+    return is_torch_file(path)
 
 
 def read_model_file(path: str) -> dict:

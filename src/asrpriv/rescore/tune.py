@@ -89,11 +89,6 @@ class TuneData:
         """Errors of the first-pass best (first_pass_rank 1, the first row of each utterance)."""
         return int(self.errors[:, 0].sum())
 
-    def errors_at(self, weights: Weights) -> int:
-        """Word errors of the 1-best under one set of weights."""
-        return int(grid_errors(self, [weights.lm_weight], [weights.nnlm_weight],
-                               [weights.word_penalty])[0, 0, 0])
-
 
 def load_tune_data(path: str | None, refs: dict[str, list[str]], warn=None) -> TuneData:
     """Read a rescored N-best TSV and count each hypothesis' errors against ``refs``."""

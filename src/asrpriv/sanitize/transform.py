@@ -14,7 +14,7 @@ from __future__ import annotations
 import random
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import IO, Callable, Iterable, Sequence
+from typing import IO, Iterable, Sequence
 
 from asrpriv.errors import InputError, display_name
 from asrpriv.io.lines import iter_blocks
