@@ -1,8 +1,11 @@
 """asrpriv's Python API: single steps for other toolchains, with typed results.
 
-The CLI steps (``asrpriv STEP``) and these functions call the same library code, so a result
-here equals the CLI's on the same input. Importing this module imports neither torch nor numpy;
-functions that need them import them when called (``rescore_nbest``, ``fma_adapt_arpa``).
+The CLI steps (``asrpriv STEP``) and these functions call the same library code: each step has
+one library entry (:data:`STEP_ENTRIES`, docs/API.md) that takes typed settings, does every
+check and returns a typed result; the click command only turns argv into those settings, and
+this module re-exports the entries (``api.train_ngram(api.TrainSettings(...))``) beside the
+functions below. So a result here equals the CLI's on the same input. Importing this module
+imports neither click nor torch nor numpy; functions that need them import them when called.
 
 Conventions (as in ``docs/FORMATS.md``): counts are pseudo-counts (kernel-weighted or plain
 word counts); factors and scores are natural logs; ARPA files hold log10 values; WER is in

@@ -58,8 +58,9 @@ def sample_clients(clients_path: str, rate: float, round_index: int = 0, seed: i
     from asrpriv.io.lines import iter_lines
     from asrpriv.io.output import open_output
 
-    if not 0 < rate <= 1:
-        raise AsrprivError("--rate must be in (0, 1]")
+    from asrpriv.privacy.accounting import check_sample_rate
+
+    check_sample_rate(rate, "--rate")
     if round_index < 0:
         raise AsrprivError("--round must be >= 0")
     clients: list[str] = []
