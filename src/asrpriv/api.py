@@ -240,6 +240,10 @@ def _lines_file(lines: Iterable[str]) -> str:
     return path
 
 
+def _silent(_message: str) -> None:
+    """These functions return their results and talk to nobody (as before the entries)."""
+
+
 def _one_counts(result) -> Counts:
     if len(result.files) != 1:
         raise AsrprivError("expected one set of counts (no per-client split here)")
@@ -265,7 +269,7 @@ def count_text(text: str | Iterable[str], ids: bool = False, max_l1: float | Non
     path, temp = (text, None) if isinstance(text, str) else (None, _lines_file(text))
     settings.input = path or temp
     try:
-        return _one_counts(count_unigrams(settings))
+        return _one_counts(count_unigrams(settings, warn=_silent))
     finally:
         if temp:
             os.unlink(temp)
@@ -281,7 +285,7 @@ def count_nbest(path: str, sigma: float = 5.0, top: int | None = None,
     from asrpriv.unigram.driver import CountSettings, count_unigrams
 
     return _one_counts(count_unigrams(CountSettings(path, sigma=sigma, top=top, max_l1=max_l1,
-                                                    grid=grid, output=None)))
+                                                    grid=grid, output=None), warn=_silent))
 
 
 def aggregate_counts(paths: Sequence[str], disjoint: bool = False) -> Counts:
