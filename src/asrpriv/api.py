@@ -309,8 +309,7 @@ def add_laplace_noise(counts: Counts, vocab: Sequence[str], epsilon: float,
     makes it repeatable and NOT private (the release is marked seeded). The release is
     appended to the privacy history, as ``asrpriv add-noise`` does.
     """
-    from asrpriv.privacy.counts_mechanism import exact_fraction
-    from asrpriv.unigram.noise import laplace_release
+    from asrpriv.unigram.noise import exact_fraction, laplace_release
 
     eps = exact_fraction(str(epsilon), "epsilon")
     words = list(dict.fromkeys(vocab))

@@ -88,4 +88,4 @@ def add_noise(input_path, mechanism, epsilon, noise_multiplier, clip, vocab_path
              f"({report.dropped_mass:g} pseudo-counts)")
     info(f"add-noise: Laplace scale {report.scale:g} (sensitivity {float(report.sensitivity):g} "
          f"from {report.sensitivity_source}, epsilon {float(result.epsilon):g}); epsilon spent "
-         f"{result.meta['epsilon']}")
+         f"{result.meta.get('epsilon', 'none: seeded noise is not private')}")

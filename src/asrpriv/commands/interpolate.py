@@ -59,9 +59,11 @@ as perplexity's ppl does (the held-out perplexity then equals perplexity --weigh
               help="CPU threads for torch (0 = OMP_NUM_THREADS if set, else min(CPUs, 4)).")
 @click.option("-o", "--output", "output", default=None, metavar="FILE",
               help="The static mixture (ARPA), written atomically ('-' = stdout; mix mode only).")
+@click.option("--allow-seeded-test-noise", "allow_seeded", is_flag=True,
+              help="Tests only: accept LMs/factors made with seeded (not private) noise.")
 @common_options
 def interpolate(class_files, lm_paths, heldout, ids, weights_text, init_text, tol, max_iter, oov_policy, precision,
-                batch_size, threads, output):
+                batch_size, threads, output, allow_seeded=False):
     import json
 
     from asrpriv.commands.options import info, warn
@@ -70,5 +72,5 @@ def interpolate(class_files, lm_paths, heldout, ids, weights_text, init_text, to
     run(InterpolateSettings(lm_paths=lm_paths, class_files=class_files, heldout=heldout, ids=ids,
                             weights=weights_text, init=init_text, tol=tol, max_iter=max_iter,
                             oov_policy=oov_policy, precision=precision, batch_size=batch_size,
-                            threads=threads, output=output),
+                            threads=threads, output=output, allow_seeded=allow_seeded),
         info=info, warn=warn, on_report=lambda report: click.echo(json.dumps(report, sort_keys=True)))

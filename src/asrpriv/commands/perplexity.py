@@ -34,9 +34,11 @@ from asrpriv.mixture.steps import HIGH_OOV_RATE  # noqa: F401 - its home is the 
 @click.option("--max-words", type=click.IntRange(min=1), default=1000, show_default=True,
               help="Neural LMs: refuse (FILE:LINE) a sentence longer than this many words.")
 @output_option
+@click.option("--allow-seeded-test-noise", "allow_seeded", is_flag=True,
+              help="Tests only: accept LMs/factors made with seeded (not private) noise.")
 @common_options
 def perplexity(text, lm_paths, class_files, weights_text, per_word, ids, as_json, batch_size, threads,
-               max_words, output):
+               max_words, output, allow_seeded=False):
     """Perplexity of an LM, or of a dynamic interpolation of LMs, on TEXT (stdin by default).
 
     Neural and n-gram LMs use the same conventions, so their numbers compare: each sentence's
@@ -54,4 +56,4 @@ def perplexity(text, lm_paths, class_files, weights_text, per_word, ids, as_json
     run(PerplexitySettings(text=text, lm_paths=lm_paths, class_files=class_files,
                            weights=weights_text, per_word=per_word, ids=ids, as_json=as_json,
                            batch_size=batch_size, threads=threads, max_words=max_words,
-                           output=output), warn=warn)
+                           output=output, allow_seeded=allow_seeded), warn=warn)

@@ -96,13 +96,16 @@ Weights from tune-weights: --weights FILE; options given on the command line win
                    "(e.g. by adapting on text with new words) prefers hypotheses with OOV words.")
 @click.option("--chunk-utts", type=click.IntRange(min=1), default=256, show_default=True,
               help="Utterances read and scored together (bounds memory).")
+@click.option("--allow-seeded-test-noise", "allow_seeded", is_flag=True,
+              help="Tests only: accept LMs/factors made with seeded (not private) noise.")
 @output_option
 @common_options
 @click.pass_context
 def rescore_nbest(ctx: click.Context, inputs, nnlm, ngram, class_files, ngram_weights, factors_file, factors_dir,
                   missing_factors,
                   unnormalized, lm_weight, nnlm_weight, word_penalty, weights_file, reuse_scores, best,
-                  device, threads, batch_tokens, max_words, unk_penalty, chunk_utts, output) -> None:
+                  device, threads, batch_tokens, max_words, unk_penalty, chunk_utts, output,
+                  allow_seeded=False) -> None:
     from click.core import ParameterSource
 
     from asrpriv.commands.options import info, is_verbose
@@ -120,7 +123,7 @@ def rescore_nbest(ctx: click.Context, inputs, nnlm, ngram, class_files, ngram_we
         word_penalty=given("word_penalty", word_penalty), weights=weights_file,
         reuse_scores=reuse_scores, best=best, device=device, threads=threads,
         batch_tokens=batch_tokens, max_words=max_words, unk_penalty=unk_penalty,
-        chunk_utts=chunk_utts, output=output)
+        chunk_utts=chunk_utts, output=output, allow_seeded=allow_seeded)
     with Progress("utt") as progress:
         result = run(settings, verbose=is_verbose(), progress=progress)
     stats, weights = result.stats, result.weights

@@ -33,11 +33,15 @@ from asrpriv.commands.options import common_options, info, output_option
                    "occurrences lie in spans of C (then all its occurrences count as C).")
 @click.option("--precision", type=click.IntRange(1, 17), default=7, show_default=True,
               help="Digits after the point of the log10 numbers in the ARPA file.")
+@click.option("--public", is_flag=True,
+              help="Declare TEXT public (a background corpus): the ARPA then records no private "
+                   "data. Without it the ARPA carries a '#private_raw' header and privacy-report "
+                   "calls it NOT private; you assert that the text is public.")
 @output_option
 @common_options
 def train_ngram(text: str, order: int, ids: bool, vocab_path: str | None, discount_fallback: bool,
                 classes_out: str | None, spans_path: str | None, class_names: str,
-                member_share: float, precision: int, output: str) -> None:
+                member_share: float, precision: int, output: str, public: bool = False) -> None:
     """Train an interpolated modified Kneser-Ney LM on TEXT and write it as ARPA (log10).
 
     One sentence per line (TEXT '-' = stdin; .gz is read transparently). Sentences are framed
@@ -61,7 +65,8 @@ def train_ngram(text: str, order: int, ids: bool, vocab_path: str | None, discou
     result = run(TrainSettings(text=text, order=order, ids=ids, vocab=vocab_path,
                                discount_fallback=discount_fallback, classes_out=classes_out,
                                spans=spans_path, class_names=class_names,
-                               member_share=member_share, precision=precision, output=output))
+                               member_share=member_share, precision=precision, output=output,
+                               public=public))
     model, class_map = result.model, result.class_map
     if class_map is not None:
         info("train-ngram: classes " + ", ".join(

@@ -57,6 +57,7 @@ class PerplexitySettings:
     threads: int = 0
     max_words: int = 1000
     output: str | None = "-"
+    allow_seeded: bool = False
 
 
 def perplexity(s: PerplexitySettings, warn=None) -> dict:
@@ -78,7 +79,10 @@ def perplexity(s: PerplexitySettings, warn=None) -> dict:
     _check_common(s.lm_paths, s.batch_size, s.threads)
     if s.max_words < 1:
         raise AsrprivError(f"--max-words must be >= 1, got {s.max_words}")
+    from asrpriv.provenance import check_read_files
+
     lm_paths, text = tuple(s.lm_paths), s.text
+    check_read_files(lm_paths, s.allow_seeded)
     weights = parse_weights(s.weights, len(lm_paths))
     lms = _load_lms(lm_paths, tuple(s.class_files), s.batch_size, s.threads)
     neural = any(lm.kind == "nnlm" for lm in lms)
@@ -149,6 +153,7 @@ class InterpolateSettings:
     batch_size: int = 64
     threads: int = 0
     output: str | None = None
+    allow_seeded: bool = False
 
 
 @dataclass
@@ -196,6 +201,9 @@ def interpolate(s: InterpolateSettings, info=None, warn=None,
     if s.heldout is None and s.class_files:
         raise AsrprivError("a class LM cannot join a static ARPA mixture (its words are classes): "
                            "estimate weights with --heldout, score with perplexity --weights")
+    from asrpriv.provenance import check_read_files
+
+    check_read_files(lm_paths, s.allow_seeded)
     if s.heldout is None:
         weights = parse_weights(s.weights, len(lm_paths))
         write_mixture(lm_paths, weights, s.output or "-", s.precision, info)
@@ -215,10 +223,15 @@ def write_mixture(lm_paths, weights, output, precision, info) -> None:
     from asrpriv.io.output import open_output
     from asrpriv.ngram.mix import mix_models
     from asrpriv.ngram.packed import read_packed
+    from asrpriv.provenance import Inputs, write_arpa_header
 
+    inputs = Inputs(allow_seeded=True)  # seeded LMs were refused (or allowed) above
+    for path in lm_paths:  # even at weight 0 an LM's vocabulary joins the mixture's
+        inputs.add_arpa(path)
     models = [read_packed(p) for p in lm_paths]
     mixed = mix_models(models, weights)
     with open_output(output) as out:
+        write_arpa_header(out, "interpolate", inputs.state())
         mixed.write(out, precision)
     info(f"interpolate: static mixture of {len(models)} LMs, weights "
          f"{','.join(f'{w:g}' for w in weights)}: n-grams {mixed.counts()}")

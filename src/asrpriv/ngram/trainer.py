@@ -142,7 +142,8 @@ __all__ = ["TrainedModel", "train", "train_arpa", "UNK_ID", "EOS_ID", "BOS_ID"]
 class TrainSettings:
     """The settings of ``train-ngram``: ``order`` 1-9, ``vocab`` a closed word list (None:
     open), ``classes_out``/``spans`` a class LM's membership file and entity spans,
-    ``precision`` digits of the log10 numbers, ``output`` the ARPA (``-`` = stdout)."""
+    ``precision`` digits of the log10 numbers, ``output`` the ARPA (``-`` = stdout);
+    ``public`` declares the text public (else the ARPA records ``#private_raw``)."""
 
     text: str = "-"
     order: int = 3
@@ -155,6 +156,7 @@ class TrainSettings:
     member_share: float = 0.5
     precision: int = 7
     output: str = "-"
+    public: bool = False
 
 
 @dataclass
@@ -207,7 +209,12 @@ def train_ngram(s: TrainSettings) -> TrainResult:
         raise AsrprivError(f"{err}; try --discount-fallback") from None
     except EmptyTextError:
         raise InputError(s.text, None, "empty input: expected text, one sentence per line") from None
+    from asrpriv.provenance import Inputs, write_arpa_header
+
+    inputs = Inputs()
+    inputs.add_text(s.text, s.public)
     with open_output(s.output) as out:
+        write_arpa_header(out, "train-ngram", inputs.state())
         model.write(out, s.precision)
     if class_map is not None:
         with open_output(s.classes_out) as out:

@@ -334,6 +334,7 @@ class RescoreSettings:
     unk_penalty: float = 0.0
     chunk_utts: int = 256
     output: str = "-"
+    allow_seeded: bool = False
 
 
 @dataclass
@@ -386,8 +387,11 @@ def rescore_nbest(s: RescoreSettings, verbose: bool = False, progress=None) -> R
     from asrpriv.rescore.combine import (DEFAULT_LM_WEIGHT, DEFAULT_NNLM_WEIGHT,
                                          DEFAULT_WORD_PENALTY, read_weights)
 
+    from asrpriv.provenance import check_read_files
+
     check_rescore_settings(s)
     ngram = tuple(s.ngram)
+    check_read_files([s.nnlm, *ngram, s.factors, s.factors_dir], s.allow_seeded)
     ngram_classes = pair_classes(ngram, tuple(s.class_files))
     if s.ngram_weights is not None and not ngram:
         raise AsrprivError("--ngram-weights needs --ngram LMs")

@@ -96,33 +96,33 @@ def fma_factors_files(background: str, global_counts: str | None = None,
     """The step ``fma-adapt`` in factor mode (paper 000 Eq. 6-8): from counts files u
     (``background``), qbar (``global_counts``) and q (``personal``), the factors
     ``lam * (ln g(w) - ln u(w))`` (natural log) for every background word, written to
-    ``output`` (None: not written) with the privacy history of all inputs. Returns
+    ``output`` (None: not written) with the privacy state of the inputs it uses. Returns
     (metadata, factors). ARPA mode: :func:`asrpriv.ngram.fma_file.adapt_arpa_file`."""
     from asrpriv import __version__
     from asrpriv.io.counts import read_counts
     from asrpriv.io.factors import write_factors
     from asrpriv.io.output import open_output
-    from asrpriv.privacy.history import History
-    from asrpriv.unigram.meta import history_of, refuse_seeded, with_history
+    from asrpriv.privacy.state import to_meta
+    from asrpriv.provenance import Inputs
 
     settings = FmaSettings(alpha, beta, lam, smoothing)
     settings.validate(global_counts is not None, personal is not None)
-    histories = []
+    inputs = Inputs(allow_seeded)
 
-    def read(path, allow_empty):
+    def read(path, allow_empty, used=True):
         meta, counts = read_counts(path, allow_empty=allow_empty)
-        refuse_seeded(path if path != "-" else "<stdin>", meta, allow_seeded)
-        histories.append(history_of(meta))
+        if used:  # a weight of 0 leaves the output independent of the file
+            inputs.add_counts(path, meta)
         return counts
 
     u = read(background, False)
-    qbar = read(global_counts, True) if global_counts else None
-    q = read(personal, True) if personal else None
+    qbar = read(global_counts, True, alpha > 0) if global_counts else None
+    q = read(personal, True, beta > 0) if personal else None
     factors = adaptation_factors(u, qbar, q, settings)
     meta = {"format": "asrpriv-factors/2", "alpha": f"{alpha:g}", "beta": f"{beta:g}",
             "lambda": f"{lam:g}", "smoothing": f"{smoothing:g}", "log_base": "e",
             "version": __version__}
-    meta = with_history(meta, History.combine(histories, disjoint=False))
+    meta = to_meta(meta, inputs.state(), always_raw=True)
     if output is not None:
         with open_output(output) as stream:
             write_factors(stream, meta, factors)
