@@ -1,8 +1,11 @@
 """asrpriv's Python API: single steps for other toolchains, with typed results.
 
-The CLI steps (``asrpriv STEP``) and these functions call the same library code, so a result
-here equals the CLI's on the same input. Importing this module imports neither torch nor numpy;
-functions that need them import them when called (``rescore_nbest``, ``fma_adapt_arpa``).
+The CLI steps (``asrpriv STEP``) and these functions call the same library code: each step has
+one library entry (:data:`STEP_ENTRIES`, docs/API.md) that takes typed settings, does every
+check and returns a typed result; the click command only turns argv into those settings, and
+this module re-exports the entries (``api.train_ngram(api.TrainSettings(...))``) beside the
+functions below. So a result here equals the CLI's on the same input. Importing this module
+imports neither click nor torch nor numpy; functions that need them import them when called.
 
 Conventions (as in ``docs/FORMATS.md``): counts are pseudo-counts (kernel-weighted or plain
 word counts); factors and scores are natural logs; ARPA files hold log10 values; WER is in
@@ -35,7 +38,74 @@ __all__ = [
     "read_counts", "write_counts", "read_factors", "write_factors", "read_nbest",
     "count_text", "count_nbest", "aggregate_counts", "add_laplace_noise",
     "fma_factors", "fma_adapt_arpa", "rescore_nbest", "score_wer", "privacy_epsilon",
+    "STEP_ENTRIES",
 ]
+
+#: step -> "module:function" of its library entry (docs/API.md: the same table). The CLI's
+#: command turns argv into the entry's settings; the names below re-export the entries.
+STEP_ENTRIES: dict[str, str] = {
+    "count-unigrams": "asrpriv.unigram.driver:count_unigrams",
+    "aggregate": "asrpriv.unigram.aggregate:aggregate_files",
+    "add-noise": "asrpriv.unigram.noise:add_noise_counts",
+    "fma-adapt": "asrpriv.unigram.fma:fma_factors_files",
+    "rescore-nbest": "asrpriv.rescore.pipeline:rescore_nbest",
+    "tune-weights": "asrpriv.rescore.tune:tune_weights",
+    "split-nbest": "asrpriv.rescore.split:split_nbest",
+    "sample-clients": "asrpriv.federated.sampling:sample_clients",
+    "train-ngram": "asrpriv.ngram.trainer:train_ngram",
+    "sanitize": "asrpriv.sanitize.transform:sanitize",
+    "confidence": "asrpriv.confidence.step:confidence",
+    "perplexity": "asrpriv.mixture.steps:perplexity",
+    "interpolate": "asrpriv.mixture.steps:interpolate",
+    "cluster-weights": "asrpriv.audit.run:cluster_weights",
+}
+
+#: the entries and their settings types, imported on first use (``api.train_ngram``)
+_LAZY: dict[str, str] = {
+    "count_unigrams": "asrpriv.unigram.driver:count_unigrams",
+    "CountSettings": "asrpriv.unigram.driver:CountSettings",
+    "CountResult": "asrpriv.unigram.driver:CountResult",
+    "add_noise_counts": "asrpriv.unigram.noise:add_noise_counts",
+    "LaplaceSettings": "asrpriv.unigram.noise:LaplaceSettings",
+    "add_noise_delta": "asrpriv.federated.local_noise:noise_delta_file",
+    "aggregate_files": "asrpriv.unigram.aggregate:aggregate_files",
+    "fma_factors_files": "asrpriv.unigram.fma:fma_factors_files",
+    "adapt_arpa_file": "asrpriv.ngram.fma_file:adapt_arpa_file",
+    "RescoreSettings": "asrpriv.rescore.pipeline:RescoreSettings",
+    "tune_weights": "asrpriv.rescore.tune:tune_weights",
+    "split_nbest": "asrpriv.rescore.split:split_nbest",
+    "sample_clients": "asrpriv.federated.sampling:sample_clients",
+    "train_ngram": "asrpriv.ngram.trainer:train_ngram",
+    "TrainSettings": "asrpriv.ngram.trainer:TrainSettings",
+    "sanitize": "asrpriv.sanitize.transform:sanitize",
+    "SanitizeSettings": "asrpriv.sanitize.transform:SanitizeSettings",
+    "confidence": "asrpriv.confidence.step:confidence",
+    "ConfidenceSettings": "asrpriv.confidence.step:ConfidenceSettings",
+    "perplexity": "asrpriv.mixture.steps:perplexity",
+    "PerplexitySettings": "asrpriv.mixture.steps:PerplexitySettings",
+    "interpolate": "asrpriv.mixture.steps:interpolate",
+    "InterpolateSettings": "asrpriv.mixture.steps:InterpolateSettings",
+    "cluster_weights": "asrpriv.audit.run:cluster_weights",
+    "AuditRequest": "asrpriv.audit.run:AuditRequest",
+}
+__all__ += list(_LAZY)
+
+
+def __getattr__(name: str):
+    """The step entries, imported when first used (importing asrpriv.api loads neither click
+    nor torch nor numpy)."""
+    if name not in _LAZY:
+        raise AttributeError(f"module 'asrpriv.api' has no attribute {name!r}")
+    import importlib
+
+    module, attr = _LAZY[name].split(":")
+    value = getattr(importlib.import_module(module), attr)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))
 
 #: the default grid of count-unigrams --max-l1 (counts are floored onto its multiples)
 DEFAULT_GRID = 2.0 ** -10
@@ -219,13 +289,15 @@ def _lines_file(lines: Iterable[str]) -> str:
     return path
 
 
-def _counts_of(accumulators, settings: dict) -> Counts:
-    from asrpriv.unigram.meta import base_meta
+def _silent(_message: str) -> None:
+    """These functions return their results and talk to nobody (as before the entries)."""
 
-    if len(accumulators) != 1:
+
+def _one_counts(result) -> Counts:
+    if len(result.files) != 1:
         raise AsrprivError("expected one set of counts (no per-client split here)")
-    (acc,) = accumulators.values()
-    return Counts(base_meta(**settings, units=acc.units), dict(acc.counts))
+    ((meta, counts),) = result.files.values()
+    return Counts(dict(meta), dict(counts))
 
 
 def count_text(text: str | Iterable[str], ids: bool = False, max_l1: float | None = None,
@@ -239,23 +311,17 @@ def count_text(text: str | Iterable[str], ids: bool = False, max_l1: float | Non
             calibrates to it); counts are floored onto multiples of ``grid``.
         public: mark the counts ``#public=1`` (public data, usable as a vocabulary).
     """
-    from asrpriv.unigram.counting import CountAccumulator
-    from asrpriv.unigram.driver import count_text as _count
+    from asrpriv.unigram.driver import CountSettings, count_unigrams
 
-    _check_bound(max_l1, grid)
+    settings = CountSettings(text=True, ids=ids, max_l1=max_l1, grid=grid, public=public,
+                             output=None)
     path, temp = (text, None) if isinstance(text, str) else (None, _lines_file(text))
+    settings.input = path or temp
     try:
-        result = _count(path or temp, ids, None, "utterance", False,
-                        lambda: CountAccumulator(max_l1, grid))
+        return _one_counts(count_unigrams(settings, warn=_silent))
     finally:
         if temp:
             os.unlink(temp)
-    settings = {"source": "text"}
-    if max_l1 is not None:
-        settings.update({"unit": "utterance", "max_l1": float(max_l1), "grid": float(grid)})
-    if public:
-        settings["public"] = 1
-    return _counts_of(result, settings)
 
 
 def count_nbest(path: str, sigma: float = 5.0, top: int | None = None,
@@ -265,27 +331,10 @@ def count_nbest(path: str, sigma: float = 5.0, top: int | None = None,
     Each hypothesis of rank r adds K(r) c_s(w) to word w, K the Gaussian kernel of width
     ``sigma`` over ranks; ``top`` keeps the first ranks only. ``max_l1`` as in :func:`count_text`.
     """
-    from asrpriv.unigram.counting import CountAccumulator
-    from asrpriv.unigram.driver import count_nbest as _count
+    from asrpriv.unigram.driver import CountSettings, count_unigrams
 
-    _check_bound(max_l1, grid)
-    if not sigma > 0:
-        raise AsrprivError("sigma must be > 0")
-    result = _count(path, sigma, top, None, "utterance", False,
-                    lambda: CountAccumulator(max_l1, grid))
-    settings = {"source": "nbest", "sigma": float(sigma), "top": top}
-    if max_l1 is not None:
-        settings.update({"unit": "utterance", "max_l1": float(max_l1), "grid": float(grid)})
-    return _counts_of(result, settings)
-
-
-def _check_bound(max_l1: float | None, grid: float) -> None:
-    import math
-
-    if max_l1 is not None and not (math.isfinite(max_l1) and max_l1 > 0):
-        raise AsrprivError(f"max_l1 must be a finite number > 0, got {max_l1}")
-    if not (math.isfinite(grid) and grid > 0):
-        raise AsrprivError(f"grid must be a finite number > 0, got {grid}")
+    return _one_counts(count_unigrams(CountSettings(path, sigma=sigma, top=top, max_l1=max_l1,
+                                                    grid=grid, output=None), warn=_silent))
 
 
 def aggregate_counts(paths: Sequence[str], disjoint: bool = False) -> Counts:
@@ -309,18 +358,14 @@ def add_laplace_noise(counts: Counts, vocab: Sequence[str], epsilon: float,
     makes it repeatable and NOT private (the release is marked seeded). The release is
     appended to the privacy history, as ``asrpriv add-noise`` does.
     """
-    from asrpriv.unigram.noise import exact_fraction, laplace_counts
-    from asrpriv.privacy.randomness import noise_rng
-    from asrpriv.unigram.meta import refuse_seeded
+    from asrpriv.unigram.noise import exact_fraction, laplace_release
 
-    refuse_seeded("counts", counts.meta, False)
     eps = exact_fraction(str(epsilon), "epsilon")
     words = list(dict.fromkeys(vocab))
     if not words:
         raise AsrprivError("empty vocabulary")
-    meta, noisy, report = laplace_counts(dict(counts.meta), dict(counts.counts), words, eps,
-                                         noise_rng(seed), None, clamp=clamp,
-                                         seeded=seed is not None)
+    meta, noisy, report = laplace_release(dict(counts.meta), dict(counts.counts), words, eps,
+                                          seed, None, clamp=clamp)
     return NoiseResult(Counts(meta, noisy), float(report.scale), float(report.sensitivity),
                        report.sensitivity_source, float(eps))
 
@@ -365,40 +410,40 @@ def fma_adapt_arpa(arpa: str, adapt: Counts | str, output: str, beta: float = 0.
         adapt_arpa_file(arpa, adapt, output, beta=beta, reversed_=reversed, prior=prior)
 
 
-def rescore_nbest(nbest: str, output: str, ngram: str | None = None, nnlm: str | None = None,
-                  lm_weight: float | None = None, **options) -> None:
+def rescore_nbest(nbest, output: str | None = None, ngram: str | Sequence[str] | None = None,
+                  nnlm: str | None = None, lm_weight: float | None = None, **options):
     """Rescore an N-best TSV with an n-gram (ARPA/kenlm) and/or a neural LM: ``rescore-nbest``.
 
-    Runs the CLI step in-process (torch/kenlm imported then); ``options`` are its other
-    options by their Python names (e.g. ``nnlm_weight=0.5``, ``one_best=True``). Errors raise
-    :class:`AsrprivError` instead of exiting.
+    ``nbest`` may instead be a :class:`asrpriv.rescore.pipeline.RescoreSettings` (the step's
+    settings, all of them): then it is the step's entry and returns its result.
+
+    ``options`` are the step's other settings by their Python names
+    (:class:`asrpriv.rescore.pipeline.RescoreSettings`, e.g. ``nnlm_weight=0.5``,
+    ``best=True``, ``factors="f.tsv"``; ``classes`` = ``class_files``). torch is imported
+    only with ``nnlm``, kenlm with ``ngram``. Errors raise :class:`AsrprivError`.
     """
-    args = [nbest, "-o", output, "-q"]
-    if ngram:
-        args += ["--ngram", ngram]
-    if nnlm:
-        args += ["--nnlm", nnlm]
-    if lm_weight is not None:
-        args += ["--lm-weight", str(lm_weight)]
-    for name, value in options.items():
-        flag = "--" + name.replace("_", "-")
-        if value is True:
-            args.append(flag)
-        elif value not in (None, False):
-            args += [flag, str(value)]
-    _run_step("rescore-nbest", args)
+    import dataclasses
 
+    from asrpriv.rescore.pipeline import RescoreSettings, rescore_nbest as run
 
-def _run_step(step: str, args: list[str]) -> None:
-    import click
-
-    from asrpriv.cli import cli
-
-    command = cli.get_command(click.Context(cli), step)
-    try:
-        command.main(args=args, prog_name=f"asrpriv {step}", standalone_mode=False)
-    except click.UsageError as err:
-        raise AsrprivError(f"{step}: {err.format_message()}") from None
+    if isinstance(nbest, RescoreSettings):
+        return run(nbest)
+    if output is None:
+        raise AsrprivError("rescore_nbest: give the output file")
+    fields = {f.name for f in dataclasses.fields(RescoreSettings)}
+    if "classes" in options:
+        options["class_files"] = options.pop("classes")
+    if "weights_file" in options:
+        options["weights"] = options.pop("weights_file")
+    unknown = sorted(set(options) - fields | set(options) & {"inputs", "output", "ngram", "nnlm"})
+    if unknown:
+        raise AsrprivError(f"rescore_nbest: unknown option(s) {', '.join(unknown)}")
+    for name in ("class_files",):
+        if isinstance(options.get(name), str):
+            options[name] = (options[name],)
+    ngrams = (ngram,) if isinstance(ngram, str) else tuple(ngram or ())
+    run(RescoreSettings(inputs=(nbest,), output=output, ngram=ngrams, nnlm=nnlm,
+                        lm_weight=lm_weight, **options))
 
 
 # ---------------------------------------------------------------------------- scoring

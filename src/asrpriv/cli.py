@@ -85,6 +85,8 @@ class LazyGroup(click.Group):
             return super().parse_args(ctx, args)
         except click.UsageError as err:  # the group's own options (asrpriv --bogus)
             raise _usage_error(err, ctx) from None
+        except AsrprivError as err:
+            raise StepFailed(err) from None
 
     def invoke(self, ctx: click.Context):
         try:
@@ -95,7 +97,7 @@ class LazyGroup(click.Group):
                 import traceback
 
                 traceback.print_exc()
-            raise
+            raise StepFailed(err) from None
         except click.UsageError as err:  # click's own: one line, as every asrpriv error
             raise _usage_error(err, ctx) from None
         except (click.exceptions.ClickException, click.exceptions.Exit, click.Abort):
@@ -108,14 +110,27 @@ class LazyGroup(click.Group):
             name = f"{err.filename}: " if err.filename else ""
             wrapped = AsrprivError(f"{name}{err.strerror or err}")
             wrapped.prog = f"asrpriv {ctx.invoked_subcommand or ''}".strip()
-            raise wrapped from None
+            raise StepFailed(wrapped) from None
         except Exception as err:  # noqa: BLE001 - the last line of defence
             if ctx.meta.get("asrpriv.verbose"):
                 raise
             wrapped = InternalError(f"internal error: {type(err).__name__}: {err} "
                                     "(run with --verbose for a traceback)")
             wrapped.prog = f"asrpriv {ctx.invoked_subcommand or ''}".strip()
-            raise wrapped from None
+            raise StepFailed(wrapped) from None
+
+
+class StepFailed(click.ClickException):
+    """An :class:`AsrprivError` as click's exception: click prints it (one line) and exits
+    with its code (2: bad input or usage, 1: internal)."""
+
+    def __init__(self, error: AsrprivError) -> None:
+        super().__init__(error.format_message())
+        self.error = error
+        self.exit_code = error.exit_code
+
+    def show(self, file=None) -> None:  # noqa: D102 - click API
+        click.echo(self.error.as_line(), err=True)
 
 
 def _usage_error(err: click.UsageError, group_ctx: click.Context) -> click.ClickException:
@@ -137,7 +152,7 @@ def _usage_error(err: click.UsageError, group_ctx: click.Context) -> click.Click
         return err  # a bare 'asrpriv' (or a step with no_args_is_help) shows its help
     wrapped = AsrprivError(f"{message} (see '{path} --help')")
     wrapped.prog = path
-    return wrapped
+    return StepFailed(wrapped)
 
 
 def _quiet_broken_pipe() -> None:
@@ -163,6 +178,17 @@ def cli(ctx: click.Context, verbose: bool) -> None:
     atomically). Scores are natural-log unless a format says otherwise (ARPA: log10).
     """
     ctx.meta["asrpriv.verbose"] = verbose
+
+
+def run_step(step: str, args: list[str]) -> None:
+    """Run ``asrpriv STEP ARGS`` in-process without exiting: a user error raises
+    :class:`AsrprivError`. For callers that still hold argv (new code calls the step's library
+    entry, see docs/API.md)."""
+    command = cli.get_command(click.Context(cli), step)
+    try:
+        command.main(args=args, prog_name=f"asrpriv {step}", standalone_mode=False)
+    except click.UsageError as err:
+        raise AsrprivError(f"{step}: {err.format_message()}") from None
 
 
 class Terminated(BaseException):

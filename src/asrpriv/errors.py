@@ -6,23 +6,39 @@ an internal failure with exit code 1. Only ``--verbose`` shows a traceback.
 
 from __future__ import annotations
 
-import click
+import sys
 
 EXIT_USAGE = 2
 EXIT_INTERNAL = 1
 
 
-class AsrprivError(click.ClickException):
-    """A user-facing error: printed as ``asrpriv STEP: message`` with exit code 2."""
+class AsrprivError(Exception):
+    """A user-facing error: printed as ``asrpriv STEP: message`` with exit code 2.
+
+    A plain exception (the library raises it and knows nothing of click); the CLI
+    (:mod:`asrpriv.cli`) turns it into click's exit with :attr:`exit_code`.
+    """
 
     exit_code = EXIT_USAGE
 
     def __init__(self, message: str) -> None:
         super().__init__(message)
+        self.message = message
         self.prog = "asrpriv"
 
-    def show(self, file=None) -> None:  # noqa: D102 - click API
-        click.echo(f"{self.prog}: {one_line(self.format_message())}", err=True)
+    def format_message(self) -> str:
+        return self.message
+
+    def __str__(self) -> str:
+        return self.message
+
+    def show(self, file=None) -> None:
+        """Print the one-line error (``PROG: message``) on ``file`` (default stderr)."""
+        print(self.as_line(), file=file if file is not None else sys.stderr, flush=True)
+
+    def as_line(self) -> str:
+        """The error as one line: ``PROG: message`` with control characters escaped."""
+        return f"{self.prog}: {one_line(self.format_message())}"
 
 
 class InputError(AsrprivError):

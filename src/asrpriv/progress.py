@@ -17,7 +17,7 @@ class Progress:
 
     def __init__(self, label: str, total: int | None = None, enabled: bool | None = None) -> None:
         if enabled is None:
-            from asrpriv.options import is_quiet
+            from asrpriv.talk import is_quiet
 
             enabled = sys.stderr.isatty() and not is_quiet()
         self.label = label

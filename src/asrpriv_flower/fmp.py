@@ -21,7 +21,7 @@ The shell recipe's ``fmp_rounds`` (count, aggregate, noise, factors) runs here a
   vocabulary, sensitivity from the enforced bound) and added to qbar^{t-1} (``aggregate
   --disjoint``: the rounds' partitions are disjoint, so epsilon composes in parallel).
 
-Every other step is the CLI step itself, run in-process (:func:`asrpriv.api._run_step`), so
+Every other step is the CLI step itself, run in-process (:func:`asrpriv.cli.run_step`), so
 the files are those the shell recipe writes. Client state (its parts, the cache) lives in
 ``RUN/clients/C/``:
 a simulated client is stateless between rounds. A client that raises or does not reply in
@@ -71,9 +71,9 @@ class FmpSettings:
 
 def step(name: str, args: list[str]) -> None:
     """Run ``asrpriv NAME ARGS`` in this process (quiet); errors raise AsrprivError."""
-    from asrpriv.api import _run_step
+    from asrpriv.cli import run_step
 
-    _run_step(name, ["-q", *args])
+    run_step(name, ["-q", *args])
 
 
 def client_dir(run: str, client: str) -> str:

@@ -77,8 +77,9 @@ def check_settings(settings) -> None:
 
     if settings.rounds < 1:
         raise AsrprivError("--rounds must be >= 1")
-    if not 0 < settings.sample_rate <= 1:
-        raise AsrprivError("--sample-rate must be in (0, 1]")
+    from asrpriv.privacy.accounting import check_sample_rate
+
+    check_sample_rate(settings.sample_rate)
     if settings.clip is not None and not settings.clip > 0:
         raise AsrprivError("--clip must be > 0")
     try:

@@ -72,7 +72,7 @@ def expand_items(args: list[str]) -> list[Item]:
 
 def file_kind(path: str) -> str:
     """``torch``, ``npy`` or ``counts``, from the file's first bytes."""
-    import zipfile
+    from asrpriv.io.sniff import is_torch_file
 
     try:
         with open(path, "rb") as f:
@@ -81,7 +81,7 @@ def file_kind(path: str) -> str:
         raise AsrprivError(f"{path}: is a directory, not an item file") from None
     if head.startswith(b"\x93NUMPY"):
         return "npy"
-    if head[:1] == b"\x80" or zipfile.is_zipfile(path):
+    if is_torch_file(path):
         return "torch"
     return "counts"
 
@@ -127,7 +127,6 @@ class VectorSource:
         self.names = names
         self.shapes = {n: tuple(state[n].shape) for n in names}
         self.dim = sum(int(state[n].numel()) for n in names)
-        self._torch_cache: dict[int, dict] = {}
 
     def _torch_vectors(self, index: int):
         """The flattened selected parameters of item ``index`` (float32, CPU)."""

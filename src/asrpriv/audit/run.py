@@ -59,8 +59,6 @@ def read_labels(path: str) -> tuple[list[str], dict[str, list[str]]]:
 
 def run_audit(request: AuditRequest, progress=None) -> dict:
     """Run the audit; returns everything the report needs (assignment, scores, linkage...)."""
-    import numpy as np
-
     from asrpriv.audit import clustering, metrics
     from asrpriv.audit.gram import block_dims_for, centred_gram
     from asrpriv.audit.items import VectorSource, expand_items
@@ -276,3 +274,14 @@ def _sizes_plot(report: dict, path: str) -> None:
     fig.tight_layout()
     fig.savefig(path, format="png", dpi=100)
     plt.close(fig)
+
+
+def cluster_weights(request: AuditRequest, out_dir: str, progress=None) -> dict:
+    """The step ``cluster-weights`` (paper 004 §4.3-4.6): :func:`run_audit` on ``request``,
+    then its files (assignments, report, plots) written into ``out_dir``; returns the result
+    (its ``report``: purity and entropy in bits per label column, clusters, tests)."""
+    from asrpriv import __version__
+
+    result = run_audit(request, progress=progress)
+    write_outputs(result, out_dir, request.color_label, __version__)
+    return result

@@ -6,8 +6,8 @@ from __future__ import annotations
 import click
 
 from asrpriv.errors import AsrprivError
-from asrpriv.options import (FiniteFloat, common_options, info, output_option, seed_option,
-                             seeded_warning, warn)
+from asrpriv.commands.options import (FiniteFloat, common_options, info, output_option, seed_option,
+                                    seeded_warning, warn)
 
 
 @click.command("add-noise")
@@ -78,31 +78,18 @@ def add_noise(input_path, mechanism, epsilon, noise_multiplier, clip, vocab_path
         return
     if noise_multiplier is not None or clip is not None:
         raise AsrprivError("--noise-multiplier and --clip are for --mechanism gaussian")
-    if epsilon is None or vocab_path is None:
-        raise AsrprivError("--mechanism laplace needs --epsilon and --vocab")
-    from asrpriv.io.counts import read_counts, read_wordlist, write_counts
-    from asrpriv.io.output import open_output
-    from asrpriv.unigram.noise import exact_fraction, laplace_counts
-    from asrpriv.privacy.randomness import noise_rng
-    from asrpriv.unigram.meta import refuse_seeded
+    from asrpriv.unigram.noise import LaplaceSettings, add_noise_counts
 
-    eps = exact_fraction(epsilon, "--epsilon")
-    sens = exact_fraction(sensitivity, "--sensitivity") if sensitivity is not None else None
-    if seed is not None:
-        seeded_warning(f"--seed {seed}")
-    meta, counts = read_counts(input_path)
-    refuse_seeded(input_path if input_path != "-" else "<stdin>", meta, allow_seeded)
-    vocab = read_wordlist(vocab_path)
-    new_meta, noisy, report = laplace_counts(meta, counts, vocab, eps, noise_rng(seed), sens,
-                                             clamp=not no_clamp, seeded=seed is not None)
-    with open_output(output) as stream:
-        write_counts(stream, new_meta, noisy)
-    if report.sensitivity_source == "override" and "max_l1" not in meta:
+    result = add_noise_counts(LaplaceSettings(input=input_path, epsilon=epsilon, vocab=vocab_path,
+                                              sensitivity=sensitivity, clamp=not no_clamp,
+                                              seed=seed, allow_seeded=allow_seeded, output=output))
+    report = result.report
+    if report.sensitivity_source == "override" and "max_l1" not in result.input_meta:
         warn("--sensitivity on counts that record no bound: the guarantee rests on your claim "
              "that one unit changes the counts by at most that much in L1")
     if debug_private and report.dropped_words:
         info(f"add-noise: dropped {report.dropped_words} input word(s) outside the vocabulary "
              f"({report.dropped_mass:g} pseudo-counts)")
     info(f"add-noise: Laplace scale {report.scale:g} (sensitivity {float(report.sensitivity):g} "
-         f"from {report.sensitivity_source}, epsilon {float(eps):g}); epsilon spent "
-         f"{new_meta.get('epsilon', 'none: seeded noise is not private')}")
+         f"from {report.sensitivity_source}, epsilon {float(result.epsilon):g}); epsilon spent "
+         f"{result.meta.get('epsilon', 'none: seeded noise is not private')}")

@@ -8,8 +8,9 @@ import os
 import click
 
 from asrpriv.errors import AsrprivError
-from asrpriv.options import (FiniteFloat, common_options, info, output_option, seed_option,
-                             seeded_warning, warn)
+from asrpriv.io.sniff import is_torch_file
+from asrpriv.commands.options import (FiniteFloat, common_options, info, output_option, seed_option,
+                                    seeded_warning, warn)
 
 EPILOG = """\b
 Model deltas (paper 001): --server fedavg|fedadam --model MODEL --state STATE -o NEW DELTA...
@@ -41,14 +42,8 @@ def _is_delta_mode(inputs) -> bool:
     for arg in inputs:
         if arg.startswith("@") or os.path.isdir(arg):
             return True
-        if arg != "-" and os.path.isfile(arg):
-            try:
-                with open(arg, "rb") as f:
-                    head = f.read(4)
-            except OSError:
-                continue
-            if head.startswith(b"PK\x03\x04") or head[:1] == b"\x80":
-                return True
+        if arg != "-" and os.path.isfile(arg) and is_torch_file(arg):
+            return True
     return False
 
 

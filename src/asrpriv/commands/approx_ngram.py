@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from asrpriv.options import FiniteFloat, common_options, info, output_option
+from asrpriv.commands.options import FiniteFloat, common_options, info, output_option
 
 
 @click.command("approx-ngram")
@@ -46,7 +46,6 @@ def approx_ngram(text, model_path, order, ids, min_backoff, batch_tokens, device
     """
     import time
 
-    import numpy as np
     import torch
 
     from asrpriv.errors import InputError

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from asrpriv.options import FiniteFloat, common_options, seed_option
+from asrpriv.commands.options import FiniteFloat, common_options, seed_option
 
 METHODS = ("ward", "divisive", "constrained", "random", "kmeans")
 
@@ -62,9 +62,8 @@ def cluster_weights(inputs, labels_path, method, layer, clusters, size, epsilon,
     column, the number of pure clusters and the size histogram; optionally the rank test and
     a linear probe (accuracy and AUC with 95% intervals).
     """
-    from asrpriv import __version__
-    from asrpriv.audit.run import AuditRequest, run_audit, write_outputs
-    from asrpriv.options import info
+    from asrpriv.audit.run import AuditRequest, cluster_weights as run
+    from asrpriv.commands.options import info
     from asrpriv.progress import Progress
 
     request = AuditRequest(inputs=list(inputs), labels_path=labels_path, method=method,
@@ -75,8 +74,7 @@ def cluster_weights(inputs, labels_path, method, layer, clusters, size, epsilon,
                            color_label=color_label, memory_budget=memory_mb << 20,
                            allow_seeded=allow_seeded)
     with Progress("dims") as bar:
-        result = run_audit(request, progress=bar.update)
-    write_outputs(result, out_dir, color_label, __version__)
+        result = run(request, out_dir, progress=bar.update)
     report = result["report"]
     info(f"cluster-weights: {report['items']} items, {report['clusters']} clusters; " +
          "; ".join(f"{col}: purity {s['purity']:.3f}, entropy {s['entropy']:.3f}"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from asrpriv.options import FiniteFloat, common_options, info, output_option, warn
+from asrpriv.commands.options import FiniteFloat, common_options, info, output_option, warn
 # the first-pass weights that rescore-nbest and tune-weights use (combine imports no numpy)
 from asrpriv.rescore.combine import DEFAULT_LM_WEIGHT as _LM_WEIGHT
 from asrpriv.rescore.combine import DEFAULT_WORD_PENALTY as _WORD_PENALTY
@@ -66,42 +66,15 @@ def confidence(input_path, scale, total, lm_weight, word_penalty, ref_path, repo
       asrpriv confidence --calibration cal.json client.tsv \\
         | asrpriv finetune-lm --init lm.pt --train - --recipe client-001 --confidence token
     """
-    import json
-
-    from asrpriv.confidence.calibration import read_calibration, write_calibration
-    from asrpriv.confidence.step import Settings, run
-    from asrpriv.errors import AsrprivError
-    from asrpriv.io.kaldi import read_text
-    from asrpriv.io.output import open_output
+    from asrpriv.confidence.step import ConfidenceSettings, confidence as run
     from asrpriv.progress import Progress
 
-    if report_path is not None and ref_path is None:
-        raise AsrprivError("--report needs --reference")
-    if fit_path is not None and ref_path is None:
-        raise AsrprivError("--fit-calibration needs --reference")
-    if fit_path is not None and cal_path is not None:
-        raise AsrprivError("--calibration and --fit-calibration exclude each other")
-    if "-" in (report_path, fit_path):
-        raise AsrprivError("--report and --fit-calibration need a file name (stdout carries the TSV)")
-    if sum(p == "-" for p in (input_path, ref_path, cal_path)) > 1:
-        raise AsrprivError("only one input can be standard input ('-')")
-    settings = Settings(scale=scale, total=total, lm_weight=lm_weight, word_penalty=word_penalty)
-    refs = read_text(ref_path) if ref_path is not None else None
-    calibration = read_calibration(cal_path) if cal_path is not None else None
-    from asrpriv.errors import display_name
-
-    with Progress("utt") as progress, open_output(output) as out:
-        outcome = run(input_path, out, settings, refs=refs, ref_path=ref_path, calibration=calibration,
-                      fit=fit_path is not None, fit_meta={"fit_on": display_name(input_path)},
-                      warn=warn, progress=progress)
-    if calibration is not None:
-        differ = [f"{k} {calibration.meta[k]} (now {v})" for k, v in outcome.settings.items()
-                  if k in calibration.meta and calibration.meta[k] != v]
-        if differ:
-            warn(f"{cal_path} was fitted on confidences made with other settings: {', '.join(differ)}")
-    if fit_path is not None:
-        with open_output(fit_path) as f:
-            write_calibration(f, outcome.calibration)
+    with Progress("utt") as progress:
+        outcome = run(ConfidenceSettings(input=input_path, scale=scale, total=total,
+                                         lm_weight=lm_weight, word_penalty=word_penalty,
+                                         reference=ref_path, report=report_path,
+                                         calibration=cal_path, fit_calibration=fit_path,
+                                         output=output), warn=warn, progress=progress)
     info(f"confidence: {outcome.utterances} utterances, {outcome.hypotheses} hypotheses "
          f"({', '.join(f'{k} {v}' for k, v in outcome.settings.items())})")
     for name in ("raw", "calibrated"):
@@ -109,10 +82,6 @@ def confidence(input_path, scale, total, lm_weight, word_penalty, ref_path, repo
         if m is not None:
             info(f"{name}: {m['words']} rank-1 words, {m['correct']} correct; "
                  f"NCE {_fmt(m['nce'])}, ECE {_fmt(m['ece'])}, AUC {_fmt(m['auc'])}")
-    if report_path is not None:
-        with open_output(report_path) as f:
-            json.dump(outcome.report(), f, indent=1)
-            f.write("\n")
 
 
 def _fmt(value) -> str:

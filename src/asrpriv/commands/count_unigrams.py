@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import click
 
-from asrpriv.errors import AsrprivError
-from asrpriv.options import FiniteFloat, common_options, info, output_option, warn
+from asrpriv.commands.options import FiniteFloat, common_options, info, output_option, warn
 
 
 @click.command("count-unigrams")
@@ -53,64 +52,14 @@ def count_unigrams(input_path, text_mode, ids, sigma, top, by_client, utt2client
     Each hypothesis s adds K(s) * c_s(w) to word w (000 Eq. 3-5); rank from the 'rank' column,
     else file order. Output: a counts file ('#key=value' metadata, then 'word<TAB>count').
     """
-    from asrpriv.unigram.counting import CountAccumulator
-    from asrpriv.unigram.driver import count_nbest, count_text, write_outputs
+    from asrpriv.unigram.driver import CountSettings, count_unigrams as run
 
-    import math
-
-    if not (math.isfinite(sigma) and sigma > 0):
-        raise AsrprivError(f"--sigma must be a finite number > 0, got {sigma}")
-    if max_l1 is not None and not (math.isfinite(max_l1) and max_l1 > 0):
-        raise AsrprivError(f"--max-l1 must be a finite number > 0, got {max_l1}")
-    if not (math.isfinite(grid) and grid > 0):
-        raise AsrprivError(f"--grid must be a finite number > 0, got {grid}")
-    if max_l1 is not None and max_l1 / grid > 2.0 ** 52:
-        raise AsrprivError(f"--max-l1 / --grid must be at most 2^52 grid steps (exact float sums), "
-                           f"got {max_l1 / grid:.3g}")
-    labels = {}
-    if partition is not None:
-        from asrpriv.privacy.history import check_partition
-
-        try:
-            if "," in partition:
-                raise ValueError("give one label (no comma)")
-            if not partition:  # check_partition reads '' as "no labels"; aggregate refuses it
-                raise ValueError("expected a label, got an empty one")
-            check_partition(partition)
-        except ValueError as err:
-            raise AsrprivError(f"--partition: {err}") from None
-        if public:
-            raise AsrprivError("--partition labels private data; --public data needs none")
-        labels["partition"] = partition
-    if public:
-        labels["public"] = 1
-    if ids and not text_mode:
-        raise AsrprivError("--ids applies to --text input only")
-    client_of = None
-    if utt2client:
-        from asrpriv.io.kaldi import read_map
-
-        client_of = read_map(utt2client, "client")
-    if text_mode and (by_client or unit == "client") and not (ids and client_of):
-        raise AsrprivError("--by-client and --unit client on text need --ids and --utt2client")
-    if by_client and output != "-":
-        raise AsrprivError("--by-client writes DIR/<client>.counts; do not combine it with -o")
-
-    def make_accumulator() -> CountAccumulator:
-        return CountAccumulator(max_l1, grid)
-
-    if text_mode:
-        result = count_text(input_path, ids, client_of, unit, by_client is not None, make_accumulator,
-                            warn=warn)
-        settings = {"source": "text"}
-    else:
-        result = count_nbest(input_path, sigma, top, client_of, unit, by_client is not None,
-                             make_accumulator)
-        settings = {"source": "nbest", "sigma": sigma, "top": top}
-    bound = {"unit": unit, "max_l1": max_l1, "grid": grid} if max_l1 is not None else {}
-    clipped, units = write_outputs(result, output, by_client, {**settings, **bound, **labels})
+    result = run(CountSettings(input=input_path, text=text_mode, ids=ids, sigma=sigma, top=top,
+                               by_client=by_client, utt2client=utt2client, unit=unit,
+                               max_l1=max_l1, grid=grid, partition=partition, public=public,
+                               output=output), warn=warn)
     if debug_private:  # exact, un-noised statistics of the private input
-        info(f"count-unigrams: {units} {unit}(s)"
-             + (f", {clipped} clipped to L1 <= {max_l1:g}" if max_l1 is not None else ""))
-    elif units == 0:
+        info(f"count-unigrams: {result.units} {unit}(s)"
+             + (f", {result.clipped} clipped to L1 <= {max_l1:g}" if max_l1 is not None else ""))
+    elif result.units == 0:
         warn("no input units")

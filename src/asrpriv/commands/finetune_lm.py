@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from asrpriv.options import FiniteFloat, check_output_path, common_options, seed_option
+from asrpriv.commands.options import FiniteFloat, check_output_path, common_options, seed_option
 
 
 @click.command("finetune-lm")
@@ -121,7 +121,7 @@ def finetune_lm(train_path, valid_path, ids, output, init_path, delta_out, by_cl
     """
     from asrpriv.errors import AsrprivError
     from asrpriv.nnlm.finetune import FinetuneRequest, run_finetune
-    from asrpriv.options import info, warn
+    from asrpriv.commands.options import info, warn
     from asrpriv.progress import Progress
 
     request = FinetuneRequest(

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import click
 
-from asrpriv.options import FiniteFloat, common_options
+from asrpriv.commands.options import FiniteFloat, common_options
 
 
 
@@ -66,7 +66,7 @@ def fl_fmp(nbest, nnlm, weights_path, background, run_dir, rounds, sigma, alpha,
     import os
 
     from asrpriv.commands.flower_common import require_flower, stderr_talk
-    from asrpriv.options import is_verbose, seeded_warning
+    from asrpriv.commands.options import is_verbose, seeded_warning
 
     require_flower("fl-fmp")
     from asrpriv_flower.fmp import FmpSettings, simulate_fmp

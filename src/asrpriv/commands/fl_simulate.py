@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import click
 
-from asrpriv.options import FiniteFloat, common_options
+from asrpriv.commands.options import FiniteFloat, common_options
 
 
 
@@ -96,7 +96,7 @@ def fl_simulate(init_path, train_path, ids, utt2client, clients_path, run_dir, r
           --workers 8
     """
     from asrpriv.commands.flower_common import require_flower, stderr_talk
-    from asrpriv.options import is_verbose, seeded_warning
+    from asrpriv.commands.options import is_verbose, seeded_warning
 
     require_flower("fl-simulate")
     from asrpriv_flower.simulate import simulate

@@ -22,7 +22,7 @@ def stderr_talk():
     from its own thread, where there is no click context, so -q is read here, once."""
     import sys
 
-    from asrpriv.options import is_quiet
+    from asrpriv.commands.options import is_quiet
 
     quiet = is_quiet()
 

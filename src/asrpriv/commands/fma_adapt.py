@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import click
 
-from asrpriv.options import FiniteFloat, common_options, output_option
+from asrpriv.commands.options import FiniteFloat, common_options, output_option
 
 
 @click.command("fma-adapt")
@@ -75,36 +75,10 @@ def fma_adapt(arpa_path, adapt_path, reversed_, prior, oov_to_unk, precision, ba
     if background_path is None:
         raise AsrprivError("give --background COUNTS (factor mode) or --arpa BG.arpa --adapt COUNTS "
                            "(ARPA mode)")
-    beta = 0.25 if beta is None else beta
-    from asrpriv import __version__
-    from asrpriv.io.counts import read_counts
-    from asrpriv.io.factors import write_factors
-    from asrpriv.io.output import open_output
-    from asrpriv.unigram.fma import FmaSettings, adaptation_factors
+    from asrpriv.unigram.fma import fma_factors_files
 
-    from asrpriv.privacy.state import to_meta
-    from asrpriv.provenance import Inputs
-
-    settings = FmaSettings(alpha, beta, lam, smoothing)
-    settings.validate(global_path is not None, personal_path is not None)
-    inputs = Inputs(allow_seeded)
-
-    def read(path, allow_empty, used=True):
-        meta, counts = read_counts(path, allow_empty=allow_empty)
-        if used:  # a weight of 0 leaves the output independent of the file
-            inputs.add_counts(path, meta)
-        return counts
-
-    background = read(background_path, False)
-    global_counts = read(global_path, True, alpha > 0) if global_path else None
-    personal = read(personal_path, True, beta > 0) if personal_path else None
-    factors = adaptation_factors(background, global_counts, personal, settings)
-    meta = {"format": "asrpriv-factors/2", "alpha": f"{alpha:g}", "beta": f"{beta:g}",
-            "lambda": f"{lam:g}", "smoothing": f"{smoothing:g}", "log_base": "e",
-            "version": __version__}
-    meta = to_meta(meta, inputs.state(), always_raw=True)
-    with open_output(output) as stream:
-        write_factors(stream, meta, factors)
+    fma_factors_files(background_path, global_path, personal_path, alpha,
+                      0.25 if beta is None else beta, lam, smoothing, allow_seeded, output)
 
 
 def _adapt_arpa(arpa_path, adapt_path, background_path, global_path, personal_path, beta, reversed_,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from asrpriv.options import FiniteFloat, common_options, output_option
+from asrpriv.commands.options import FiniteFloat, common_options, output_option
 
 HELP = """Convert N-best lists from Kaldi, ESPnet, NeMo, SRILM, icefall or any TSV/CSV
 to our N-best TSV (utt_id, rank, am_score/lm_score or score, text; docs/FORMATS.md),
@@ -64,7 +64,7 @@ def import_nbest(source, path, manifest, id_field, beam_size, words, acoustic_sc
     from asrpriv.io.importers import importer
     from asrpriv.io.importers.common import write_table
     from asrpriv.io.output import open_output
-    from asrpriv.options import info
+    from asrpriv.commands.options import info
 
     given = {"--manifest": manifest, "--id-field": id_field, "--beam-size": beam_size,
              "--words": words, "--map": mapping, "--delimiter": delimiter, "--ref-out": ref_out}

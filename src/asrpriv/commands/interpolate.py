@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from asrpriv.options import FiniteFloat, common_options
+from asrpriv.commands.options import FiniteFloat, common_options
 
 HELP = """Linear interpolation of LMs: estimate the weights, or write a static mixture.
 
@@ -64,123 +64,13 @@ as perplexity's ppl does (the held-out perplexity then equals perplexity --weigh
 @common_options
 def interpolate(class_files, lm_paths, heldout, ids, weights_text, init_text, tol, max_iter, oov_policy, precision,
                 batch_size, threads, output, allow_seeded=False):
-    from asrpriv.errors import AsrprivError
-    from asrpriv.mixture.weights import parse_weights
-
-    if len(lm_paths) < 2:
-        raise AsrprivError("give at least two --lm")
-    if heldout is None and weights_text is None:
-        raise AsrprivError("give --heldout TEXT (estimate weights) or --weights W1,W2,... with -o "
-                           "(write the static mixture)")
-    if heldout is not None and weights_text is not None:
-        raise AsrprivError("give --heldout (estimate weights) or --weights (fixed), not both; "
-                           "'perplexity --lm .. --weights ..' scores fixed weights, --init starts EM")
-    if heldout is not None and output == "-":
-        raise AsrprivError("with --heldout, stdout carries the JSON report: give -o a file name")
-    if heldout is None and class_files:
-        raise AsrprivError("a class LM cannot join a static ARPA mixture (its words are classes): "
-                           "estimate weights with --heldout, score with perplexity --weights")
-    from asrpriv.provenance import check_read_files
-
-    check_read_files(lm_paths, allow_seeded)
-    if heldout is None:
-        weights = parse_weights(weights_text, len(lm_paths))
-        _write_mixture(lm_paths, weights, output or "-", precision)
-        return
-    init = parse_weights(init_text, len(lm_paths), "--init") if init_text else None
-    result = _estimate(lm_paths, class_files, heldout, ids, init, tol, max_iter, oov_policy, batch_size, threads)
     import json
 
-    click.echo(json.dumps(result, sort_keys=True))
-    if output:
-        _write_mixture(lm_paths, result["weights"], output, precision)
+    from asrpriv.commands.options import info, warn
+    from asrpriv.mixture.steps import InterpolateSettings, interpolate as run
 
-
-def _write_mixture(lm_paths, weights, output, precision) -> None:
-    from asrpriv.io.output import open_output
-    from asrpriv.ngram.mix import mix_models
-    from asrpriv.ngram.packed import read_packed
-    from asrpriv.options import info
-
-    from asrpriv.provenance import Inputs, write_arpa_header
-
-    inputs = Inputs(allow_seeded=True)  # seeded LMs were refused (or allowed) above
-    for path in lm_paths:  # even at weight 0 an LM's vocabulary joins the mixture's
-        inputs.add_arpa(path)
-    models = [read_packed(p) for p in lm_paths]
-    mixed = mix_models(models, weights)
-    with open_output(output) as out:
-        write_arpa_header(out, "interpolate", inputs.state())
-        mixed.write(out, precision)
-    info(f"interpolate: static mixture of {len(models)} LMs, weights "
-         f"{','.join(f'{w:g}' for w in weights)}: n-grams {mixed.counts()}")
-
-
-def _estimate(lm_paths, class_files, heldout, ids, init, tol, max_iter, oov_policy, batch_size, threads) -> dict:
-    import time
-
-    import numpy as np
-
-    from asrpriv.errors import AsrprivError, InputError, display_name
-    from asrpriv.mixture import report
-    from asrpriv.mixture.em import estimate_weights, mix_logprobs
-    from asrpriv.mixture.streams import compute_streams, load_lm
-    from asrpriv.nnlm.data import read_corpus
-    from asrpriv.options import info, warn
-
-    from asrpriv.mixture.streams import pair_classes
-
-    lms = [load_lm(p, classes=c, batch_size=batch_size)  # fail fast, before stdin
-           for p, c in zip(lm_paths, pair_classes(lm_paths, class_files))]
-    if any(lm.kind == "nnlm" for lm in lms):
-        import torch
-
-        from asrpriv.nnlm.finetune import choose_threads
-
-        torch.set_num_threads(choose_threads(threads))
-    sentences = read_corpus(heldout, ids=ids).sentences
-    if not sentences:
-        raise InputError(heldout, None, "empty input: expected held-out sentences")
-    start = time.perf_counter()
-    logp, oov_each = compute_streams(lms, sentences)
-    t_streams = time.perf_counter() - start
-    oov = oov_each.all(axis=0)
-    partly = int((oov_each.any(axis=0) & ~oov).sum())
-    if partly:
-        warn(f"{partly} held-out tokens are outside some LMs' vocabularies but not all: those LMs "
-             "score them as <unk>, which favours an LM with a small vocabulary (--oov exclude "
-             "leaves out only words outside every vocabulary)")
-    use = ~oov if oov_policy == "exclude" else np.ones(oov.shape, dtype=bool)
-    dead = use & ~np.isfinite(logp).any(axis=0)
-    use &= ~dead
-    if not use.any():
-        raise AsrprivError(f"{display_name(heldout)}: no held-out token to estimate weights on")
-    start = time.perf_counter()
-    fit = estimate_weights(logp[:, use], init=init, tol=tol, max_iter=max_iter)
-    t_em = time.perf_counter() - start
-    if not fit.converged:
-        warn(f"EM stopped after {max_iter} steps without converging to --tol {tol:g}")
-    words = sum(len(s) for s in sentences)
-    summary = report.summarize(mix_logprobs(logp, fit.weights), oov, words, len(sentences))
-    tokens = int(use.sum())
-    perplexity = float(np.exp(-fit.ln_mix.sum() / tokens))
-    info(f"interpolate: streams {t_streams:.2f} s, EM {t_em:.3f} s ({fit.iterations} steps) "
-         f"on {tokens} tokens")
-    alone = [float(np.exp(-logp[k, use].sum() / tokens)) for k in range(len(lms))]
-    return {
-        "weights": [float(w) for w in fit.weights],
-        "perplexity": perplexity,
-        "lms": [lm.name for lm in lms], "lm_types": [lm.kind for lm in lms],
-        "component_perplexities": alone,
-        "heldout": display_name(heldout),
-        "iterations": fit.iterations, "converged": fit.converged, "tolerance": tol,
-        "tokens": tokens, "words": words, "sentences": len(sentences),
-        "oovs": summary["oovs"], "oov_rate": summary["oov_rate"], "oov_policy": oov_policy,
-        "oov_tokens_with_partial_coverage": partly, "zeroprob_tokens": int(dead.sum()),
-        "srilm_ppl": summary["srilm_ppl"], "srilm_ppl1": summary["srilm_ppl1"],
-        "log_base": "e",
-        "conventions": "perplexity = exp(-sum ln P_mix / tokens) over the EM tokens: words and </s>, "
-                       + ("OOVs scored as each LM's <unk>" if oov_policy == "unk"
-                          else "words outside every LM's vocabulary left out"),
-        "seconds": {"streams": round(t_streams, 4), "em": round(t_em, 4)},
-    }
+    run(InterpolateSettings(lm_paths=lm_paths, class_files=class_files, heldout=heldout, ids=ids,
+                            weights=weights_text, init=init_text, tol=tol, max_iter=max_iter,
+                            oov_policy=oov_policy, precision=precision, batch_size=batch_size,
+                            threads=threads, output=output, allow_seeded=allow_seeded),
+        info=info, warn=warn, on_report=lambda report: click.echo(json.dumps(report, sort_keys=True)))

@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import click
 
-from asrpriv.options import common_options, output_option
+from asrpriv.commands.options import common_options, output_option
 
 
-#: above this OOV rate perplexity gets a warning that it does not compare across vocabularies
-HIGH_OOV_RATE = 0.10
+from asrpriv.mixture.steps import HIGH_OOV_RATE  # noqa: F401 - its home is the library
 
 
 @click.command("perplexity")
@@ -51,72 +50,10 @@ def perplexity(text, lm_paths, class_files, weights_text, per_word, ids, as_json
     denominator, ppl1 does not). Blank lines of plain text are not sentences; an N-best TSV
     input is scored on its rank-1 rows.
     """
-    import json
+    from asrpriv.commands.options import warn
+    from asrpriv.mixture.steps import PerplexitySettings, perplexity as run
 
-    from asrpriv.errors import InputError, display_name
-    from asrpriv.io.output import open_output
-    from asrpriv.mixture.weights import parse_weights
-    from asrpriv.options import warn
-
-    from asrpriv.provenance import check_read_files
-
-    check_read_files(lm_paths, allow_seeded)
-    weights = parse_weights(weights_text, len(lm_paths))
-    from asrpriv.mixture import report
-    from asrpriv.mixture.em import mix_logprobs
-    from asrpriv.mixture.streams import compute_streams, load_lm
-    from asrpriv.nnlm.data import read_corpus
-
-    from asrpriv.mixture.streams import pair_classes
-
-    lms = [load_lm(p, classes=c, batch_size=batch_size)  # before stdin: fail fast
-           for p, c in zip(lm_paths, pair_classes(lm_paths, class_files))]
-    if any(lm.kind == "nnlm" for lm in lms):
-        import torch
-
-        from asrpriv.nnlm.finetune import choose_threads
-
-        torch.set_num_threads(choose_threads(threads))
-    neural = any(lm.kind == "nnlm" for lm in lms)
-    corpus = read_corpus(text, ids=ids, max_words=max_words if neural else None)
-    for note in corpus.notes:
-        warn(f"{display_name(text)}: {note}")
-    sentences = corpus.sentences
-    if not sentences:
-        raise InputError(text, None, "empty input: expected sentences")
-    logp, oov_each = compute_streams(lms, sentences)
-    words = sum(len(s) for s in sentences)
-    if len(lms) == 1:
-        ln_p, oov = logp[0], oov_each[0]
-    else:
-        ln_p = mix_logprobs(logp, weights)
-        oov = oov_each.all(axis=0)
-        partly = int((oov_each.any(axis=0) & ~oov).sum())
-        if partly:
-            warn(f"{partly} tokens are outside some LMs' vocabularies but not all: those LMs score "
-                 "them as <unk> (vocabularies differ, so per-LM perplexities do not compare)")
-    summary = report.summarize(ln_p, oov, words, len(sentences))
-    if summary["oov_rate"] > HIGH_OOV_RATE:
-        warn(f"{100 * summary['oov_rate']:.1f}% of the words are outside the vocabulary (scored "
-             "as <unk>): this perplexity does not compare with an LM of a larger vocabulary "
-             "(see srilm_ppl, which leaves OOVs out, and the oov_rate)")
-    if len(lms) == 1:
-        summary = {"lm": display_name(lm_paths[0]), "text": display_name(text),
-                   "lm_type": lms[0].kind, **summary}
-    else:
-        components = []
-        for k, lm in enumerate(lms):
-            alone = report.summarize(logp[k], oov_each[k], words, len(sentences))
-            components.append({"lm": lm.name, "lm_type": lm.kind, "weight": weights[k],
-                               **{key: alone[key] for key in ("ppl", "logprob", "oovs", "srilm_ppl")}})
-        summary = {"lm": [lm.name for lm in lms], "weights": weights, "text": display_name(text),
-                   "lm_type": "mixture", "components": components, **summary}
-    if per_word:
-        with open_output(per_word) as stream:
-            report.write_per_word(stream, sentences, corpus.ids, ln_p, oov,
-                                  logp if len(lms) > 1 else None)
-    with open_output(output) as out:
-        if as_json:
-            out.write(json.dumps(summary, sort_keys=True) + "\n")
-        else:
-            out.write(report.format_line(summary, display_name(text)) + "\n")
+    run(PerplexitySettings(text=text, lm_paths=lm_paths, class_files=class_files,
+                           weights=weights_text, per_word=per_word, ids=ids, as_json=as_json,
+                           batch_size=batch_size, threads=threads, max_words=max_words,
+                           output=output, allow_seeded=allow_seeded), warn=warn)

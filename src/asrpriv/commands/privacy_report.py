@@ -7,7 +7,7 @@ import json
 import click
 
 from asrpriv.errors import AsrprivError
-from asrpriv.options import FiniteFloat, common_options
+from asrpriv.commands.options import FiniteFloat, common_options
 
 
 @click.command("privacy-report")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from asrpriv.options import FiniteFloat, common_options, output_option
+from asrpriv.commands.options import FiniteFloat, common_options, output_option
 
 HELP = """Rescore N-best lists (TSV) with a neural LM and/or an n-gram LM, and re-rank them.
 
@@ -106,95 +106,37 @@ def rescore_nbest(ctx: click.Context, inputs, nnlm, ngram, class_files, ngram_we
                   unnormalized, lm_weight, nnlm_weight, word_penalty, weights_file, reuse_scores, best,
                   device, threads, batch_tokens, max_words, unk_penalty, chunk_utts, output,
                   allow_seeded=False) -> None:
-    from asrpriv.errors import AsrprivError
-    from asrpriv.io.output import open_output
-    from asrpriv.options import info, is_verbose
-    from asrpriv.progress import Progress
-    from asrpriv.rescore.combine import Weights, read_weights
-    from asrpriv.rescore.pipeline import Rescorer, iter_inputs
-
-    if factors_file and factors_dir:
-        raise AsrprivError("give --factors or --factors-dir, not both")
-    if (factors_file or factors_dir) and not nnlm:
-        raise AsrprivError("--factors/--factors-dir need --nnlm (FMP factors rescale the neural LM; "
-                           "for an n-gram LM, write an adapted ARPA with fma-adapt)")
-    if not (nnlm or ngram or reuse_scores):
-        raise AsrprivError("nothing to score with: give --nnlm and/or --ngram "
-                           "(or --reuse-scores to re-rank with the input's score columns)")
-    if class_files and not ngram:
-        raise AsrprivError("--classes needs --ngram (the class ARPA)")
-    from asrpriv.provenance import check_read_files
-
-    check_read_files([nnlm, *ngram, factors_file, factors_dir], allow_seeded)
-    from asrpriv.mixture.streams import pair_classes
-
-    ngram_classes = pair_classes(ngram, class_files)
-    if ngram_weights is not None and not ngram:
-        raise AsrprivError("--ngram-weights needs --ngram LMs")
-    if ngram:
-        from asrpriv.mixture.weights import parse_weights
-
-        mix_weights = parse_weights(ngram_weights, len(ngram), "--ngram-weights")
-    inputs = iter_inputs(inputs)
-    if sum(1 for p in inputs if p == "-") > 1:
-        raise AsrprivError("standard input ('-') can be read only once")
-
-    weights = Weights(lm_weight, nnlm_weight, word_penalty)
-    if weights_file:
-        from click.core import ParameterSource
-
-        loaded = read_weights(weights_file).weights
-        for name in ("lm_weight", "nnlm_weight", "word_penalty"):
-            if ctx.get_parameter_source(name) != ParameterSource.COMMANDLINE:
-                setattr(weights, name, getattr(loaded, name))
-        if not 0.0 <= weights.nnlm_weight <= 1.0:
-            raise AsrprivError(f"{weights_file}: nnlm_weight must lie in [0, 1]")
-
-    if threads:
-        import torch
-
-        torch.set_num_threads(threads)
-    nnlm_scorer = ngram_scorer = factors = None
-    if nnlm:
-        from asrpriv.rescore.nnlm import NnlmScorer
-
-        nnlm_scorer = NnlmScorer(nnlm, device=device, batch_tokens=batch_tokens,
-                                 normalized=not unnormalized)
-    if len(ngram) == 1 and ngram_weights is None:
-        from asrpriv.rescore.ngram import NgramScorer
-
-        ngram_scorer = NgramScorer(ngram[0], verbose=is_verbose(), classes=ngram_classes[0])
-    elif ngram:
-        from asrpriv.rescore.ngram import MixedNgramScorer
-
-        ngram_scorer = MixedNgramScorer(ngram, mix_weights, verbose=is_verbose(),
-                                        classes=ngram_classes)
-    if factors_file or factors_dir:
-        from asrpriv.rescore.factors import FactorTable
-
-        factors = FactorTable(nnlm_scorer.vocab, factors_file, factors_dir, missing_factors, device)
-        if factors_file:
-            factors.vector(factors_file)  # a bad factors file fails before any output
-
     from click.core import ParameterSource
 
-    explicit = (weights_file is not None
-                or ctx.get_parameter_source("lm_weight") == ParameterSource.COMMANDLINE)
-    rescorer = Rescorer(weights, nnlm_scorer, ngram_scorer, factors, reuse_scores=reuse_scores,
-                        best=best, chunk_utts=chunk_utts, max_words=max_words,
-                        rank_only_ok=explicit, unk_penalty=unk_penalty)
-    with Progress("utt") as progress, open_output(output) as out:
-        stats = rescorer.run(inputs, out, progress)
-    if rescorer.layout is not None and is_verbose():
-        info(f"rescore-nbest: {rescorer.layout.describe()}")
+    from asrpriv.commands.options import info, is_verbose
+    from asrpriv.progress import Progress
+    from asrpriv.rescore.pipeline import RescoreSettings, rescore_nbest as run
+
+    def given(name: str, value):  # None: not on the command line (--weights or the default)
+        return value if ctx.get_parameter_source(name) == ParameterSource.COMMANDLINE else None
+
+    settings = RescoreSettings(
+        inputs=inputs, nnlm=nnlm, ngram=ngram, class_files=class_files, ngram_weights=ngram_weights,
+        factors=factors_file, factors_dir=factors_dir, missing_factors=missing_factors,
+        unnormalized=unnormalized, lm_weight=given("lm_weight", lm_weight),
+        nnlm_weight=given("nnlm_weight", nnlm_weight),
+        word_penalty=given("word_penalty", word_penalty), weights=weights_file,
+        reuse_scores=reuse_scores, best=best, device=device, threads=threads,
+        batch_tokens=batch_tokens, max_words=max_words, unk_penalty=unk_penalty,
+        chunk_utts=chunk_utts, output=output, allow_seeded=allow_seeded)
+    with Progress("utt") as progress:
+        result = run(settings, verbose=is_verbose(), progress=progress)
+    stats, weights = result.stats, result.weights
+    if result.layout is not None and is_verbose():
+        info(f"rescore-nbest: {result.layout.describe()}")
     note = (f"rescore-nbest: {stats.utterances} utterances, {stats.hypotheses} hypotheses; "
             f"lm_weight={weights.lm_weight:g} nnlm_weight={weights.nnlm_weight:g} "
             f"word_penalty={weights.word_penalty:g}")
-    if nnlm_scorer is not None:
+    if nnlm:
         note += f"; NNLM OOV words (scored as <unk>): {stats.nnlm_oov}"
     info(note)
-    if factors is not None:
-        info(f"rescore-nbest: {factors.summary()}")
-    if rescorer.layout is not None and rescorer.layout.acoustic is None:
+    if result.factors_summary is not None:
+        info(f"rescore-nbest: {result.factors_summary}")
+    if result.layout is not None and result.layout.acoustic is None:
         info("rescore-nbest: no am_score or score column: the acoustic part is the rank prior "
              "-(rank-1); tune --lm-weight for such lists (tune-weights)")

@@ -5,7 +5,8 @@ from __future__ import annotations
 import click
 
 from asrpriv.errors import AsrprivError, InputError
-from asrpriv.options import FiniteFloat, common_options, info, output_option, seed_option, warn
+from asrpriv.commands.options import (FiniteFloat, common_options, info, output_option, seed_option,
+                                    warn)
 
 
 @click.command("sample-clients")
@@ -27,32 +28,7 @@ def sample_clients(clients_path, rate, round_index, seed, output):
     number selected is Binomial(N, q), not fixed: a fixed-size sample would need a different
     accountant. Give the same q to aggregate --sample-rate.
     """
-    from asrpriv.federated.sampling import poisson_sample
-    from asrpriv.io.lines import iter_lines
-    from asrpriv.io.output import open_output
+    from asrpriv.federated.sampling import sample_clients as run
 
-    if not 0 < rate <= 1:
-        raise AsrprivError("--rate must be in (0, 1]")
-    if round_index < 0:
-        raise AsrprivError("--round must be >= 0")
-    clients: list[str] = []
-    seen: dict[str, int] = {}
-    for lineno, line in iter_lines(clients_path):
-        line = line.strip()
-        if not line or line.startswith("#"):
-            continue
-        if len(line.split()) != 1:
-            raise InputError(clients_path, lineno, "expected one client id per line")
-        if line in seen:
-            raise InputError(clients_path, lineno, f"client {line!r} repeats line {seen[line]}")
-        seen[line] = lineno
-        clients.append(line)
-    if not clients:
-        raise InputError(clients_path, None, "no client ids")
-    if seed is not None:
-        warn("seeded sampling: whoever knows the seed knows every round's cohort (keep it secret)")
-    chosen = poisson_sample(clients, rate, round_index, seed)
-    with open_output(output) as stream:
-        for client in chosen:
-            stream.write(client + "\n")
+    clients, chosen = run(clients_path, rate, round_index, seed, output)
     info(f"sample-clients: round {round_index}: {len(chosen)} of {len(clients)} clients (q {rate:g})")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from asrpriv.options import FiniteFloat, common_options, info, output_option, seed_option
+from asrpriv.commands.options import FiniteFloat, common_options, info, output_option, seed_option
 
 
 def _classes(_ctx, _param, value: str) -> tuple[str, ...]:
@@ -66,40 +66,10 @@ def sanitize(text, spans_path, lexicon_path, keep, classes, pool_path, spans_out
     --seed makes the draws recomputable. The transformation is NOT differential privacy of
     the text as a whole.
     """
-    from asrpriv.errors import AsrprivError
-    from asrpriv.io.output import open_output
-    from asrpriv.privacy.randomness import noise_rng
-    from asrpriv.sanitize.lexicon import LongestMatchTagger, read_class_strings
-    from asrpriv.sanitize.spans import read_spans
-    from asrpriv.sanitize.transform import Sanitizer, pool_from_pairs, pool_from_spans, sanitize_stream
+    from asrpriv.sanitize.transform import SanitizeSettings, sanitize as run
 
-    if (spans_path is None) == (lexicon_path is None):
-        raise AsrprivError("give exactly one of --spans FILE or --lexicon FILE")
-    spans_by_utt = tagger = None
-    if spans_path is not None:
-        spans_by_utt = read_spans(spans_path)
-        pool = pool_from_spans(spans_by_utt, classes)
-    else:
-        entries = read_class_strings(lexicon_path)
-        tagger = LongestMatchTagger(entries)
-        pool = pool_from_pairs(entries, classes)
-    if pool_path is not None:
-        pool = pool_from_pairs(read_class_strings(pool_path), classes)
-    if not tag and keep < 1.0:
-        empty = sorted(c for c, strings in pool.items() if not strings)
-        used = {s.cls for spans in spans_by_utt.values() for s in spans} \
-            if spans_by_utt is not None else {c for c, _ in entries}
-        missing = [c for c in empty if c in used]
-        if missing:
-            raise AsrprivError(f"no replacement strings for class(es) {', '.join(missing)} in the pool")
-    sanitizer = Sanitizer(classes, keep, pool, noise_rng(seed), tag=tag)
-    with open_output(output) as out:
-        if spans_out is not None:
-            with open_output(spans_out) as sout:
-                report = sanitize_stream(text, out, sanitizer, spans_by_utt, tagger, sout,
-                                         spans_path or "spans")
-        else:
-            report = sanitize_stream(text, out, sanitizer, spans_by_utt, tagger, None,
-                                     spans_path or "spans")
+    report = run(SanitizeSettings(text=text, spans=spans_path, lexicon=lexicon_path, keep=keep,
+                                  classes=classes, pool=pool_path, spans_out=spans_out, tag=tag,
+                                  seed=seed, output=output))
     info(f"sanitize: {report.summary(tag)}" + (f"; keep={keep}" if not tag else "")
          + (f"; seed={seed} (not private)" if seed is not None and not tag else ""))

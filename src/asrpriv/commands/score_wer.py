@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from asrpriv.errors import AsrprivError
-from asrpriv.options import (FiniteFloat, check_output_path, common_options, output_option,
+from asrpriv.commands.options import (FiniteFloat, check_output_path, common_options, output_option,
                              seed_option, warn)
 
 

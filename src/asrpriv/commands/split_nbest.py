@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import click
 
-from asrpriv.errors import AsrprivError
-from asrpriv.options import common_options, info
+from asrpriv.commands.options import common_options, info
 
 
 @click.command("split-nbest")
@@ -31,17 +30,8 @@ def split_nbest(input_path, parts, clients, exclude_clients, max_per_client, utt
     pieces (the first pieces get one more utterance when sizes differ), as in the FMP paper's
     simulation (000 Sec. 3.2): group t is what each client sees in FL round t.
     """
-    from asrpriv.rescore.split import split_by_client
+    from asrpriv.rescore.split import split_nbest as run
 
-    keep = set(clients.replace(",", " ").split()) if clients else None
-    drop = set(exclude_clients.replace(",", " ").split()) if exclude_clients else set()
-    if keep is not None and not keep:
-        raise AsrprivError("--clients is empty")
-    client_of = None
-    if utt2client:
-        from asrpriv.io.kaldi import read_map
-
-        client_of = read_map(utt2client, "client")
-    sizes = split_by_client(input_path, parts, output_dir, keep, drop, max_per_client, client_of)
+    sizes = run(input_path, parts, output_dir, clients, exclude_clients, max_per_client, utt2client)
     info(f"split-nbest: {len(sizes[0]) if sizes else 0} client(s); utterances per part: "
          f"{' '.join(str(sum(s.values())) for s in sizes)}")

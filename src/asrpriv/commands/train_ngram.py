@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from asrpriv.options import FiniteFloat, common_options, info, output_option
+from asrpriv.commands.options import FiniteFloat, common_options, info, output_option
 
 
 @click.command("train-ngram")
@@ -59,54 +59,21 @@ def train_ngram(text: str, order: int, ids: bool, vocab_path: str | None, discou
     """
     import time
 
-    from asrpriv.errors import AsrprivError, InputError
-    from asrpriv.ngram.counting import EmptyTextError, read_sentences, read_vocab
-    from asrpriv.ngram.kneser_ney import DiscountError
-    from asrpriv.ngram.trainer import train
+    from asrpriv.ngram.trainer import TrainSettings, train_ngram as run
 
     start = time.perf_counter()
-    vocab = read_vocab(vocab_path) if vocab_path is not None else None
-    sentences = read_sentences(text, ids=ids)
-    class_map = None
-    if (classes_out is None) != (spans_path is None):
-        raise AsrprivError("--classes FILE and --spans FILE go together")
-    if classes_out is not None:
-        if vocab is not None:
-            raise AsrprivError("--vocab and --classes together are not supported")
-        from asrpriv.io.kaldi import iter_text
-        from asrpriv.io.output import check_writable
-        from asrpriv.ngram.classes import membership_from_spans
-        from asrpriv.sanitize.spans import read_spans
-
-        check_writable(classes_out, "--classes")
-        spans_by_utt = read_spans(spans_path)
-        utts = [(utt, words) for _lineno, utt, words in iter_text(text)]
-        names = [c.strip() for c in class_names.split(",") if c.strip()]
-        class_map, _counts = membership_from_spans(utts, spans_by_utt, names, member_share)
-        sentences = (class_map.map_words(words) for _utt, words in utts if words)
-    try:
-        model = train(sentences, order, vocab=vocab, discount_fallback=discount_fallback)
-    except DiscountError as err:
-        raise AsrprivError(f"{err}; try --discount-fallback") from None
-    except EmptyTextError:
-        raise InputError(text, None, "empty input: expected text, one sentence per line") from None
-    from asrpriv.io.output import open_output
-
-    from asrpriv.provenance import Inputs, write_arpa_header
-
-    inputs = Inputs()
-    inputs.add_text(text, public)
-    with open_output(output) as out:
-        write_arpa_header(out, "train-ngram", inputs.state())
-        model.write(out, precision)
+    result = run(TrainSettings(text=text, order=order, ids=ids, vocab=vocab_path,
+                               discount_fallback=discount_fallback, classes_out=classes_out,
+                               spans=spans_path, class_names=class_names,
+                               member_share=member_share, precision=precision, output=output,
+                               public=public))
+    model, class_map = result.model, result.class_map
     if class_map is not None:
-        with open_output(classes_out) as out:
-            class_map.write(out)
         info("train-ngram: classes " + ", ".join(
             f"{c} {len(rows)} words" for c, rows in sorted(class_map.classes().items())))
     counts = model.counts
     info(f"train-ngram: {counts.sentences} sentences, {counts.tokens} words"
-         + (f" ({counts.oov_tokens} mapped to <unk>)" if vocab is not None else "")
+         + (f" ({counts.oov_tokens} mapped to <unk>)" if vocab_path is not None else "")
          + f"; n-grams {' '.join(str(c) for c in model.ngram_counts())}; "
          + "discounts " + "; ".join(
              f"{n}: " + ",".join(f"{d:.3f}" for d in est.discounts) + (" (fallback)" if est.fallback else "")

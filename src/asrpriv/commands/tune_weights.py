@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from asrpriv.options import common_options, output_option
+from asrpriv.commands.options import common_options, output_option
 
 HELP = """Pick rescoring weights on a dev set: the lowest WER of the 1-best.
 
@@ -43,40 +43,13 @@ word errors as score-wer does.
 @output_option
 @common_options
 def tune_weights(nbest, ref_path, lm_weights, nnlm_weights, word_penalties, output) -> None:
-    from asrpriv.errors import AsrprivError
-    from asrpriv.io.kaldi import read_text
-    from asrpriv.io.output import open_output
-    from asrpriv.options import info, warn
-    from asrpriv.rescore.combine import write_weights
-    from asrpriv.rescore.tune import load_tune_data, parse_grid, tune
+    from asrpriv.commands.options import info, warn
+    from asrpriv.rescore.tune import tune_weights as run
 
-    lw = parse_grid(lm_weights, "--lm-weights")
-    ws = parse_grid(nnlm_weights, "--nnlm-weights")
-    wp = parse_grid(word_penalties, "--word-penalties")
-    if any(not 0.0 <= w <= 1.0 for w in ws):
-        raise AsrprivError("--nnlm-weights: values must lie in [0, 1]")
-    if nbest == "-" and ref_path == "-":
-        raise AsrprivError("the N-best list and the references cannot both come from standard input")
-    refs = read_text(ref_path)
-    data = load_tune_data(nbest, refs, warn=warn)
-    result = tune(data, lw, ws, wp)
-    meta = {
-        "wer": f"{result.wer:.4f}",
-        "errors": str(result.errors),
-        "ref_words": str(result.ref_words),
-        "utterances": str(len(data.utt_ids)),
-        "first_pass_wer": f"{result.first_pass_wer:.4f}",
-        "grid_lm_weight": lm_weights,
-        "grid_nnlm_weight": ",".join(f"{w:g}" for w in result.nnlm_weights)
-        if len(result.nnlm_weights) == 1 else nnlm_weights,
-        "grid_word_penalty": word_penalties,
-        "grid_points": str(result.grid.size),
-        "scores": data.layout.describe(),
-    }
-    with open_output(output) as out:
-        write_weights(out, result.weights, meta)
+    outcome = run(nbest, ref_path, lm_weights, nnlm_weights, word_penalties, output, warn=warn)
+    result, lw, wp = outcome.result, outcome.lm_grid, outcome.penalty_grid
     w = result.weights
-    info(f"tune-weights: {result.grid.size} grid points on {len(data.utt_ids)} utterances: "
+    info(f"tune-weights: {result.grid.size} grid points on {outcome.utterances} utterances: "
          f"WER {result.wer:.2f}% (first pass {result.first_pass_wer:.2f}%) at "
          f"lm_weight={w.lm_weight:g} nnlm_weight={w.nnlm_weight:g} word_penalty={w.word_penalty:g}")
     edge = []

@@ -72,7 +72,6 @@ def ece(conf: np.ndarray, correct: np.ndarray, bins: int = ECE_BINS) -> float:
     if conf.size == 0:
         return math.nan
     idx = np.minimum((conf * bins).astype(np.int64), bins - 1)
-    count = np.bincount(idx, minlength=bins)
     sum_conf = np.bincount(idx, weights=conf, minlength=bins)
     sum_acc = np.bincount(idx, weights=correct, minlength=bins)
     return float(np.abs(sum_conf - sum_acc).sum() / conf.size)

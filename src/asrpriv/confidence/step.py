@@ -218,3 +218,71 @@ def run(path: str | None, out: IO[str], settings: Settings, refs: dict[str, list
 
 def _name(path: str | None) -> str:
     return "<stdin>" if path in (None, "-") else str(path)
+
+
+@dataclass
+class ConfidenceSettings:
+    """The settings of ``confidence``: posteriors from ``scale`` x the total score chosen by
+    ``total`` (:class:`Settings`); ``reference`` (Kaldi text) for metrics and fitting;
+    ``calibration`` a map to apply, ``fit_calibration`` a file to write the map fitted here;
+    ``report`` a JSON report; ``output`` the N-best TSV with a confidence column."""
+
+    input: str = "-"
+    scale: float = 0.15
+    total: str = "auto"
+    lm_weight: float = DEFAULT_LM_WEIGHT
+    word_penalty: float = DEFAULT_WORD_PENALTY
+    reference: str | None = None
+    report: str | None = None
+    calibration: str | None = None
+    fit_calibration: str | None = None
+    output: str = "-"
+
+
+def confidence(s: ConfidenceSettings, warn: Callable[[str], None] | None = None,
+               progress=None) -> Outcome:
+    """The step ``confidence``: word confidences from N-best posteriors, metrics against the
+    references (NCE, ECE, AUC), calibration applied or fitted; files written, outcome returned."""
+    import json
+
+    from asrpriv.confidence.calibration import read_calibration, write_calibration
+    from asrpriv.errors import display_name
+    from asrpriv.io.kaldi import read_text
+    from asrpriv.io.output import open_output
+
+    if warn is None:
+        from asrpriv.talk import warn
+    if s.report is not None and s.reference is None:
+        raise AsrprivError("--report needs --reference")
+    if s.fit_calibration is not None and s.reference is None:
+        raise AsrprivError("--fit-calibration needs --reference")
+    if s.fit_calibration is not None and s.calibration is not None:
+        raise AsrprivError("--calibration and --fit-calibration exclude each other")
+    if "-" in (s.report, s.fit_calibration):
+        raise AsrprivError("--report and --fit-calibration need a file name (stdout carries the TSV)")
+    if sum(p == "-" for p in (s.input, s.reference, s.calibration)) > 1:
+        raise AsrprivError("only one input can be standard input ('-')")
+    if s.total not in ("auto", "score", "am-lm", "rank"):
+        raise AsrprivError(f"--total must be auto, score, am-lm or rank, got {s.total!r}")
+    settings = Settings(scale=s.scale, total=s.total, lm_weight=s.lm_weight,
+                        word_penalty=s.word_penalty)
+    refs = read_text(s.reference) if s.reference is not None else None
+    calibration = read_calibration(s.calibration) if s.calibration is not None else None
+    with open_output(s.output) as out:
+        outcome = run(s.input, out, settings, refs=refs, ref_path=s.reference,
+                      calibration=calibration, fit=s.fit_calibration is not None,
+                      fit_meta={"fit_on": display_name(s.input)}, warn=warn, progress=progress)
+    if calibration is not None:
+        differ = [f"{k} {calibration.meta[k]} (now {v})" for k, v in outcome.settings.items()
+                  if k in calibration.meta and calibration.meta[k] != v]
+        if differ:
+            warn(f"{s.calibration} was fitted on confidences made with other settings: "
+                 f"{', '.join(differ)}")
+    if s.fit_calibration is not None:
+        with open_output(s.fit_calibration) as f:
+            write_calibration(f, outcome.calibration)
+    if s.report is not None:
+        with open_output(s.report) as f:
+            json.dump(outcome.report(), f, indent=1)
+            f.write("\n")
+    return outcome

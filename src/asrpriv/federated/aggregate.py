@@ -103,8 +103,9 @@ class DpSettings:
                 raise AsrprivError("--noise-multiplier needs --sample-rate Q (the Poisson rate "
                                    "with which this round's clients were sampled; the accountant "
                                    "needs it)")
-            if not 0 < self.sample_rate <= 1:
-                raise AsrprivError("--sample-rate must be in (0, 1]")
+            from asrpriv.privacy.accounting import check_sample_rate
+
+            check_sample_rate(self.sample_rate)
 
     @property
     def denominator(self) -> float:

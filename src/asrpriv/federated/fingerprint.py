@@ -42,11 +42,3 @@ def model_fingerprint(config: dict, vocab_words, state_dict: dict) -> str:
             raw = tensor.reshape(-1).numpy().byteswap().view("uint8")
         digest.update(memoryview(raw))
     return digest.hexdigest()
-
-
-def payload_fingerprint(payload: dict, path: str) -> str:
-    """The fingerprint of a loaded model file (:func:`asrpriv.nnlm.modelfile.read_model_file`)."""
-    from asrpriv.nnlm.modelfile import vocab_and_config
-
-    vocab, config = vocab_and_config(payload, path)
-    return model_fingerprint(config, vocab.words, payload["state_dict"])

@@ -46,3 +46,44 @@ def poisson_sample(clients: list[str], rate: float, round_index: int,
     if round_index < 0:
         raise ValueError("round must be >= 0")
     return [c for c in clients if inclusion_uniform(seed, round_index, c) < rate]
+
+
+def sample_clients(clients_path: str, rate: float, round_index: int = 0, seed: int | None = None,
+                   output: str | None = "-") -> tuple[list[str], list[str]]:
+    """The step ``sample-clients``: read client ids (one per line; ``#`` comments and blank
+    lines skipped, a repeated id refused with FILE:LINE), Poisson-sample them with rate
+    ``rate`` in (0, 1] for round ``round_index``, write the chosen ids to ``output`` (None:
+    write nothing). Returns (all clients, chosen clients), both in input order."""
+    from asrpriv.errors import AsrprivError, InputError
+    from asrpriv.io.lines import iter_lines
+    from asrpriv.io.output import open_output
+
+    from asrpriv.privacy.accounting import check_sample_rate
+
+    check_sample_rate(rate, "--rate")
+    if round_index < 0:
+        raise AsrprivError("--round must be >= 0")
+    clients: list[str] = []
+    seen: dict[str, int] = {}
+    for lineno, line in iter_lines(clients_path):
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        if len(line.split()) != 1:
+            raise InputError(clients_path, lineno, "expected one client id per line")
+        if line in seen:
+            raise InputError(clients_path, lineno, f"client {line!r} repeats line {seen[line]}")
+        seen[line] = lineno
+        clients.append(line)
+    if not clients:
+        raise InputError(clients_path, None, "no client ids")
+    if seed is not None:
+        from asrpriv.talk import warn
+
+        warn("seeded sampling: whoever knows the seed knows every round's cohort (keep it secret)")
+    chosen = poisson_sample(clients, rate, round_index, seed)
+    if output is not None:
+        with open_output(output) as stream:
+            for client in chosen:
+                stream.write(client + "\n")
+    return clients, chosen

@@ -74,18 +74,19 @@ def ids_warning(lines: Iterable[str]) -> str | None:
 
 
 def is_torch_file(path: str) -> bool:
-    """True if ``path`` looks like a torch file (a zip archive, or a bare pickle: first byte
-    0x80, the pickle protocol marker) rather than text, ARPA or a kenlm binary.
-
-    A bare pickle counts, so that it goes to the model reader and is refused there (weights
-    only) instead of being read as text. Unreadable paths are not torch files.
-    """
+    """True if ``path`` looks like a torch file: a zip (``torch.save``'s format; a file that
+    starts with a zip local header counts too) or a bare pickle (first byte 0x80, the pickle
+    protocol marker), so that it goes to the model reader, which refuses what it cannot load
+    safely, rather than to a text, ARPA or kenlm reader. Reads the first bytes only (no torch
+    import). An unreadable path or a directory is not a torch file."""
+    import os
     import zipfile
 
     try:
-        if zipfile.is_zipfile(path):
-            return True
+        if not os.path.isfile(path):  # never read a FIFO to sniff it: its bytes would be gone
+            return False
         with open(path, "rb") as f:
-            return f.read(1) == b"\x80"
+            head = f.read(4)
+        return head.startswith(b"PK\x03\x04") or head[:1] == b"\x80" or zipfile.is_zipfile(path)
     except OSError:
         return False

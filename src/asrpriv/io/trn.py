@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Iterator
-
 from asrpriv.errors import InputError
-from asrpriv.io.lines import iter_lines
 
 
 def parse_trn_line(line: str, path: str | None, lineno: int) -> tuple[str, list[str]]:
@@ -25,17 +22,4 @@ def parse_trn_text(line: str, path: str | None, lineno: int) -> tuple[str, str]:
     utt_id = stripped[start + 1:-1].strip()
     if not utt_id or " " in utt_id:
         raise InputError(path, lineno, f"bad trn id {utt_id!r}")
-    return utt_id, stripped[:start]
-
-
-def iter_trn(path: str | None) -> Iterator[tuple[int, str, list[str]]]:
-    """Yield ``(line_number, utt_id, words)``; blank lines are skipped."""
-    for lineno, line in iter_lines(path):
-        if not line.strip():
-            continue
-        utt_id, words = parse_trn_line(line, path, lineno)
-        yield lineno, utt_id, words
-
-
-def format_trn(utt_id: str, words: list[str]) -> str:
-    return f"{' '.join(words)} ({utt_id})".lstrip()
+    return utt_id, stripped[:start].split()

@@ -21,13 +21,13 @@ from __future__ import annotations
 
 import math
 import os
-import zipfile
 from typing import Callable, Protocol, Sequence
 
 import numpy as np
 
 from asrpriv.errors import InputError, display_name
 from asrpriv.io.lines import require_regular_file
+from asrpriv.io.sniff import is_torch_file
 
 LN10 = math.log(10.0)
 
@@ -51,15 +51,6 @@ def sentence_index(sentences: Sequence[Sequence[str]]) -> np.ndarray:
     """For each token, the 0-based index of its sentence (int64[tokens])."""
     lengths = np.fromiter((len(s) + 1 for s in sentences), dtype=np.int64, count=len(sentences))
     return np.repeat(np.arange(len(sentences), dtype=np.int64), lengths)
-
-
-def token_words(sentences: Sequence[Sequence[str]]) -> list[str]:
-    """The tokens themselves (``</s>`` closing each sentence), in stream order."""
-    out: list[str] = []
-    for s in sentences:
-        out.extend(s)
-        out.append("</s>")
-    return out
 
 
 class KenlmLM:
@@ -166,22 +157,9 @@ class NnlmLM:
         return out, oov
 
 
-def _is_torch_file(path: str) -> bool:
-    """A zip or bare-pickle file (as :func:`asrpriv.nnlm.modelfile.is_model_file`, without torch)."""
-    try:
-        if not os.path.isfile(path):  # never read a FIFO to sniff it: its bytes would be gone
-            return False
-        if zipfile.is_zipfile(path):
-            return True
-        with open(path, "rb") as f:
-            return f.read(1) == b"\x80"
-    except OSError:
-        return False
-
-
 #: (kind, detect(path), load(path, **options)), tried in order; the last takes any file
 LOADERS: list[tuple[str, Callable[[str], bool], Callable[..., TokenLM]]] = [
-    ("nnlm", _is_torch_file,
+    ("nnlm", is_torch_file,
      lambda path, batch_size=64, device="cpu", **_: NnlmLM(path, batch_size, device)),
     ("ngram", lambda path: True, lambda path, **_: KenlmLM(path)),
 ]

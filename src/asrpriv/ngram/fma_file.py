@@ -12,7 +12,7 @@ def adapt_arpa_file(arpa_path: str, adapt_path: str, output: str, beta: float = 
     Reads, adapts (:func:`asrpriv.ngram.fma.adapt_arpa`: 003 Eq. 1, or Eq. 2 with
     ``reversed_``), and writes an ARPA (log10) with the metadata and privacy history of the
     count inputs as ``#key=value`` lines before ``\\data\\`` (kenlm skips them). Talk goes
-    to stderr through asrpriv.options (silent with -q).
+    to stderr through asrpriv.talk (silent with -q).
     """
     import math
 
@@ -22,7 +22,7 @@ def adapt_arpa_file(arpa_path: str, adapt_path: str, output: str, beta: float = 
     from asrpriv.io.output import check_writable, open_output
     from asrpriv.ngram.fma import adapt_arpa, marginals, write_arpa_lines
     from asrpriv.ngram.packed import read_packed
-    from asrpriv.options import info, warn
+    from asrpriv.talk import info, warn
     from asrpriv.privacy.state import to_meta
     from asrpriv.provenance import Inputs
 

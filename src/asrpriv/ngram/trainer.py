@@ -136,3 +136,87 @@ def train_arpa(sentences: Iterable[Sequence[str]], order: int = 3, output: str |
 
 
 __all__ = ["TrainedModel", "train", "train_arpa", "UNK_ID", "EOS_ID", "BOS_ID"]
+
+
+@dataclass
+class TrainSettings:
+    """The settings of ``train-ngram``: ``order`` 1-9, ``vocab`` a closed word list (None:
+    open), ``classes_out``/``spans`` a class LM's membership file and entity spans,
+    ``precision`` digits of the log10 numbers, ``output`` the ARPA (``-`` = stdout);
+    ``public`` declares the text public (else the ARPA records ``#private_raw``)."""
+
+    text: str = "-"
+    order: int = 3
+    ids: bool = False
+    vocab: str | None = None
+    discount_fallback: bool = False
+    classes_out: str | None = None
+    spans: str | None = None
+    class_names: str = "PER,LOC,ORG,TIME,NUM"
+    member_share: float = 0.5
+    precision: int = 7
+    output: str = "-"
+    public: bool = False
+
+
+@dataclass
+class TrainResult:
+    """The trained model and, for a class LM, its class map."""
+
+    model: TrainedModel
+    class_map: object | None
+
+
+def train_ngram(s: TrainSettings) -> TrainResult:
+    """The step ``train-ngram``: interpolated modified Kneser-Ney (lmplz's estimate) on the
+    sentences of ``text``, written as ARPA (log10); with ``classes_out`` a class LM
+    (paper 003 §2.2) and its membership file."""
+    import math
+
+    from asrpriv.errors import AsrprivError, InputError
+    from asrpriv.io.output import open_output
+    from asrpriv.ngram.counting import EmptyTextError, read_sentences, read_vocab
+    from asrpriv.ngram.kneser_ney import DiscountError
+
+    if not 1 <= s.order <= 9:
+        raise AsrprivError(f"--order must be in 1..9, got {s.order}")
+    if not 1 <= s.precision <= 17:
+        raise AsrprivError(f"--precision must be in 1..17, got {s.precision}")
+    if not (math.isfinite(s.member_share) and 0.0 < s.member_share <= 1.0):
+        raise AsrprivError(f"--member-share must be in (0, 1], got {s.member_share}")
+    vocab = read_vocab(s.vocab) if s.vocab is not None else None
+    sentences = read_sentences(s.text, ids=s.ids)
+    class_map = None
+    if (s.classes_out is None) != (s.spans is None):
+        raise AsrprivError("--classes FILE and --spans FILE go together")
+    if s.classes_out is not None:
+        if vocab is not None:
+            raise AsrprivError("--vocab and --classes together are not supported")
+        from asrpriv.io.kaldi import iter_text
+        from asrpriv.io.output import check_writable
+        from asrpriv.ngram.classes import membership_from_spans
+        from asrpriv.sanitize.spans import read_spans
+
+        check_writable(s.classes_out, "--classes")
+        spans_by_utt = read_spans(s.spans)
+        utts = [(utt, words) for _lineno, utt, words in iter_text(s.text)]
+        names = [c.strip() for c in s.class_names.split(",") if c.strip()]
+        class_map, _counts = membership_from_spans(utts, spans_by_utt, names, s.member_share)
+        sentences = (class_map.map_words(words) for _utt, words in utts if words)
+    try:
+        model = train(sentences, s.order, vocab=vocab, discount_fallback=s.discount_fallback)
+    except DiscountError as err:
+        raise AsrprivError(f"{err}; try --discount-fallback") from None
+    except EmptyTextError:
+        raise InputError(s.text, None, "empty input: expected text, one sentence per line") from None
+    from asrpriv.provenance import Inputs, write_arpa_header
+
+    inputs = Inputs()
+    inputs.add_text(s.text, s.public)
+    with open_output(s.output) as out:
+        write_arpa_header(out, "train-ngram", inputs.state())
+        model.write(out, s.precision)
+    if class_map is not None:
+        with open_output(s.classes_out) as out:
+            class_map.write(out)
+    return TrainResult(model, class_map)

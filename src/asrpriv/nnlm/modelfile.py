@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import os
 import pickle
-import zipfile
 from typing import Any
 
 import torch
@@ -137,20 +136,12 @@ def delta_weight(payload: dict, path: str) -> float:
 
 
 def is_model_file(path: str) -> bool:
-    """True if ``path`` looks like a torch file (zip, or a bare pickle), not ARPA or kenlm binary.
+    """True if ``path`` looks like a torch file (zip, or a bare pickle), not ARPA or kenlm binary:
+    :func:`asrpriv.io.sniff.is_torch_file` (a bare pickle goes through :func:`read_model_file`
+    and is refused there rather than handed to another reader)."""
+    from asrpriv.io.sniff import is_torch_file
 
-    A bare pickle (first byte 0x80, the pickle protocol marker) counts, so that it goes through
-    :func:`read_model_file` and is refused there rather than handed to another reader.
-    """
-    try:
-        if not os.path.isfile(path):  # never read a FIFO to sniff it: its bytes would be gone
-            return False
-        if zipfile.is_zipfile(path):
-            return True
-        with open(path, "rb") as f:
-            return f.read(1) == b"\x80"
-    except OSError:
-        return False
+    return is_torch_file(path)
 
 
 def read_any_payload(path: str, mmap: bool = False) -> dict:

@@ -218,3 +218,13 @@ def describe_release(release: Release) -> str:
 
 def _num(value) -> str:
     return f"{value:.6g}" if isinstance(value, float) and not math.isnan(value) else str(value)
+
+
+def check_sample_rate(q: float, what: str = "--sample-rate") -> None:
+    """The one check of a Poisson sampling rate q (each client takes part in a round with
+    probability q, as the accountant assumes): a number in (0, 1], else :class:`AsrprivError`
+    naming ``what``. Used by aggregate, sample-clients and fl-simulate."""
+    from asrpriv.errors import AsrprivError
+
+    if isinstance(q, bool) or not isinstance(q, (int, float)) or not 0 < q <= 1:
+        raise AsrprivError(f"{what} must be in (0, 1]")

@@ -300,3 +300,153 @@ def iter_inputs(inputs: Iterable[str]) -> list[str]:
     """Input names, ``-`` (stdin) when none."""
     names = list(inputs)
     return names or ["-"]
+
+
+@dataclass
+class RescoreSettings:
+    """The settings of ``rescore-nbest`` (its options by their Python names).
+
+    ``lm_weight``, ``nnlm_weight``, ``word_penalty``: None = not given (the ``weights`` file's
+    value, else the default: 6.5, 0.5, -0.431 nats per word); a value given wins over the
+    file. ``ngram``: ARPA/kenlm paths (several: interpolated with ``ngram_weights``, text
+    ``W1,W2,...``). ``output``: N-best TSV (or Kaldi 1-best text with ``best``), ``-`` = stdout.
+    """
+
+    inputs: Sequence[str] = ()
+    nnlm: str | None = None
+    ngram: Sequence[str] = ()
+    class_files: Sequence[str] = ()
+    ngram_weights: str | None = None
+    factors: str | None = None
+    factors_dir: str | None = None
+    missing_factors: str = "error"
+    unnormalized: bool = False
+    lm_weight: float | None = None
+    nnlm_weight: float | None = None
+    word_penalty: float | None = None
+    weights: str | None = None
+    reuse_scores: bool = False
+    best: bool = False
+    device: str = "cpu"
+    threads: int | None = None
+    batch_tokens: int = 4096
+    max_words: int = 1000
+    unk_penalty: float = 0.0
+    chunk_utts: int = 256
+    output: str = "-"
+    allow_seeded: bool = False
+
+
+@dataclass
+class RescoreResult:
+    """What ``rescore-nbest`` did: counts (:class:`Stats`), the weights used, the score
+    layout it read, and the factor table's summary (None without factors)."""
+
+    stats: Stats
+    weights: Weights
+    layout: Layout | None
+    factors_summary: str | None
+
+
+def check_rescore_settings(s: RescoreSettings) -> None:
+    """The checks of rescore-nbest's settings that need no file."""
+    for name in ("lm_weight", "word_penalty", "unk_penalty"):
+        value = getattr(s, name)
+        if value is not None and not math.isfinite(value):
+            raise AsrprivError(f"--{name.replace('_', '-')}: expected a finite number, got {value!r}")
+    if s.nnlm_weight is not None and not (math.isfinite(s.nnlm_weight) and 0.0 <= s.nnlm_weight <= 1.0):
+        raise AsrprivError(f"--nnlm-weight must lie in [0, 1], got {s.nnlm_weight}")
+    if s.unk_penalty < 0:
+        raise AsrprivError(f"--unk-penalty must be >= 0, got {s.unk_penalty}")
+    for name in ("batch_tokens", "max_words", "chunk_utts", "threads"):
+        value = getattr(s, name)
+        if value is not None and value < 1:
+            raise AsrprivError(f"--{name.replace('_', '-')} must be >= 1, got {value}")
+    if s.device not in ("cpu", "cuda"):
+        raise AsrprivError(f"--device must be 'cpu' or 'cuda', got {s.device!r}")
+    if s.missing_factors not in ("error", "ignore"):
+        raise AsrprivError(f"--missing-factors must be 'error' or 'ignore', got {s.missing_factors!r}")
+    if s.factors and s.factors_dir:
+        raise AsrprivError("give --factors or --factors-dir, not both")
+    if (s.factors or s.factors_dir) and not s.nnlm:
+        raise AsrprivError("--factors/--factors-dir need --nnlm (FMP factors rescale the neural LM; "
+                           "for an n-gram LM, write an adapted ARPA with fma-adapt)")
+    if not (s.nnlm or s.ngram or s.reuse_scores):
+        raise AsrprivError("nothing to score with: give --nnlm and/or --ngram "
+                           "(or --reuse-scores to re-rank with the input's score columns)")
+    if s.class_files and not s.ngram:
+        raise AsrprivError("--classes needs --ngram (the class ARPA)")
+
+
+def rescore_nbest(s: RescoreSettings, verbose: bool = False, progress=None) -> RescoreResult:
+    """The step ``rescore-nbest``: score each hypothesis with the LMs (natural log), combine
+    ``acoustic + lm_weight ((1 - w) lm + w nnlm) + word_penalty n_words``, re-rank, write
+    ``output``. torch is imported only with ``nnlm`` or ``threads``; kenlm with ``ngram``."""
+    from asrpriv.io.output import open_output
+    from asrpriv.mixture.streams import pair_classes
+    from asrpriv.rescore.combine import (DEFAULT_LM_WEIGHT, DEFAULT_NNLM_WEIGHT,
+                                         DEFAULT_WORD_PENALTY, read_weights)
+
+    from asrpriv.provenance import check_read_files
+
+    check_rescore_settings(s)
+    ngram = tuple(s.ngram)
+    check_read_files([s.nnlm, *ngram, s.factors, s.factors_dir], s.allow_seeded)
+    ngram_classes = pair_classes(ngram, tuple(s.class_files))
+    if s.ngram_weights is not None and not ngram:
+        raise AsrprivError("--ngram-weights needs --ngram LMs")
+    if ngram:
+        from asrpriv.mixture.weights import parse_weights
+
+        mix_weights = parse_weights(s.ngram_weights, len(ngram), "--ngram-weights")
+    inputs = iter_inputs(s.inputs)
+    if sum(1 for p in inputs if p == "-") > 1:
+        raise AsrprivError("standard input ('-') can be read only once")
+
+    given = {"lm_weight": s.lm_weight, "nnlm_weight": s.nnlm_weight, "word_penalty": s.word_penalty}
+    weights = Weights(DEFAULT_LM_WEIGHT if s.lm_weight is None else s.lm_weight,
+                      DEFAULT_NNLM_WEIGHT if s.nnlm_weight is None else s.nnlm_weight,
+                      DEFAULT_WORD_PENALTY if s.word_penalty is None else s.word_penalty)
+    if s.weights:
+        loaded = read_weights(s.weights).weights
+        for name, value in given.items():
+            if value is None:
+                setattr(weights, name, getattr(loaded, name))
+        if not 0.0 <= weights.nnlm_weight <= 1.0:
+            raise AsrprivError(f"{s.weights}: nnlm_weight must lie in [0, 1]")
+
+    if s.threads:
+        import torch
+
+        torch.set_num_threads(s.threads)
+    nnlm_scorer = ngram_scorer = factors = None
+    if s.nnlm:
+        from asrpriv.rescore.nnlm import NnlmScorer
+
+        nnlm_scorer = NnlmScorer(s.nnlm, device=s.device, batch_tokens=s.batch_tokens,
+                                 normalized=not s.unnormalized)
+    if len(ngram) == 1 and s.ngram_weights is None:
+        from asrpriv.rescore.ngram import NgramScorer
+
+        ngram_scorer = NgramScorer(ngram[0], verbose=verbose, classes=ngram_classes[0])
+    elif ngram:
+        from asrpriv.rescore.ngram import MixedNgramScorer
+
+        ngram_scorer = MixedNgramScorer(ngram, mix_weights, verbose=verbose,
+                                        classes=ngram_classes)
+    if s.factors or s.factors_dir:
+        from asrpriv.rescore.factors import FactorTable
+
+        factors = FactorTable(nnlm_scorer.vocab, s.factors, s.factors_dir, s.missing_factors,
+                              s.device)
+        if s.factors:
+            factors.vector(s.factors)  # a bad factors file fails before any output
+
+    explicit = s.weights is not None or s.lm_weight is not None
+    rescorer = Rescorer(weights, nnlm_scorer, ngram_scorer, factors, reuse_scores=s.reuse_scores,
+                        best=s.best, chunk_utts=s.chunk_utts, max_words=s.max_words,
+                        rank_only_ok=explicit, unk_penalty=s.unk_penalty)
+    with open_output(s.output) as out:
+        stats = rescorer.run(inputs, out, progress)
+    return RescoreResult(stats, weights, rescorer.layout,
+                         factors.summary() if factors is not None else None)

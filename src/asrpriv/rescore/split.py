@@ -56,3 +56,28 @@ def split_by_client(path: str, parts: int, output_dir: str, keep: set[str] | Non
                     if part_of[(client, i)] == k:
                         write_rows(stream, (h.values for h in by_client[client][i].hyps))
     return sizes
+
+
+def split_nbest(path: str, parts: int, output_dir: str, clients: str | None = None,
+                exclude_clients: str | None = None, max_per_client: int | None = None,
+                utt2client: str | None = None) -> list[dict[str, int]]:
+    """The step ``split-nbest``: cut each client's utterances into ``parts`` contiguous,
+    time-ordered pieces; part k (``output_dir/part-K.tsv``) holds every client's k-th piece
+    (000 Sec. 3.2). ``clients``/``exclude_clients``: ids separated by commas or spaces.
+    Returns, per part, utterances per client."""
+    from asrpriv.errors import AsrprivError
+
+    if parts < 1:
+        raise AsrprivError(f"--parts must be >= 1, got {parts}")
+    if max_per_client is not None and max_per_client < 1:
+        raise AsrprivError(f"--max-per-client must be >= 1, got {max_per_client}")
+    keep = set(clients.replace(",", " ").split()) if clients else None
+    drop = set(exclude_clients.replace(",", " ").split()) if exclude_clients else set()
+    if keep is not None and not keep:
+        raise AsrprivError("--clients is empty")
+    client_of = None
+    if utt2client:
+        from asrpriv.io.kaldi import read_map
+
+        client_of = read_map(utt2client, "client")
+    return split_by_client(path, parts, output_dir, keep, drop, max_per_client, client_of)

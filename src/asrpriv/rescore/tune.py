@@ -89,11 +89,6 @@ class TuneData:
         """Errors of the first-pass best (first_pass_rank 1, the first row of each utterance)."""
         return int(self.errors[:, 0].sum())
 
-    def errors_at(self, weights: Weights) -> int:
-        """Word errors of the 1-best under one set of weights."""
-        return int(grid_errors(self, [weights.lm_weight], [weights.nnlm_weight],
-                               [weights.word_penalty])[0, 0, 0])
-
 
 def load_tune_data(path: str | None, refs: dict[str, list[str]], warn=None) -> TuneData:
     """Read a rescored N-best TSV and count each hypothesis' errors against ``refs``."""
@@ -206,3 +201,56 @@ def tune(data: TuneData, lm_weights: Sequence[float], nnlm_weights: Sequence[flo
     weights = Weights(float(lm_weights[a]), float(nnlm_weights[b]), float(word_penalties[c]))
     return TuneResult(weights, int(grid[a, b, c]), data.ref_words, data.first_pass_errors(), grid,
                       list(lm_weights), list(nnlm_weights), list(word_penalties))
+
+
+@dataclass
+class TuneOutcome:
+    """What ``tune-weights`` found (:class:`TuneResult`), the utterances tuned on, and the
+    grids as parsed (lm_weight, w, word_penalty)."""
+
+    result: TuneResult
+    utterances: int
+    lm_grid: list[float]
+    nnlm_grid: list[float]
+    penalty_grid: list[float]
+
+
+def tune_weights(nbest: str, ref: str, lm_weights: str = "0:20:0.5",
+                 nnlm_weights: str = "0:1:0.1", word_penalties: str = "-10:10:0.5",
+                 output: str | None = "-", warn=None) -> TuneOutcome:
+    """The step ``tune-weights``: the grid point (START:STOP:STEP, a,b,c or one value per
+    weight) with the fewest 1-best word errors against ``ref`` (Kaldi text), written as a
+    weights file to ``output`` (None: not written) for ``rescore-nbest --weights``."""
+    from asrpriv.io.kaldi import read_text
+    from asrpriv.io.output import open_output
+    from asrpriv.rescore.combine import write_weights
+
+    if warn is None:
+        from asrpriv.talk import warn
+    lw = parse_grid(lm_weights, "--lm-weights")
+    ws = parse_grid(nnlm_weights, "--nnlm-weights")
+    wp = parse_grid(word_penalties, "--word-penalties")
+    if any(not 0.0 <= w <= 1.0 for w in ws):
+        raise AsrprivError("--nnlm-weights: values must lie in [0, 1]")
+    if nbest == "-" and ref == "-":
+        raise AsrprivError("the N-best list and the references cannot both come from standard input")
+    refs = read_text(ref)
+    data = load_tune_data(nbest, refs, warn=warn)
+    result = tune(data, lw, ws, wp)
+    meta = {
+        "wer": f"{result.wer:.4f}",
+        "errors": str(result.errors),
+        "ref_words": str(result.ref_words),
+        "utterances": str(len(data.utt_ids)),
+        "first_pass_wer": f"{result.first_pass_wer:.4f}",
+        "grid_lm_weight": lm_weights,
+        "grid_nnlm_weight": ",".join(f"{w:g}" for w in result.nnlm_weights)
+        if len(result.nnlm_weights) == 1 else nnlm_weights,
+        "grid_word_penalty": word_penalties,
+        "grid_points": str(result.grid.size),
+        "scores": data.layout.describe(),
+    }
+    if output is not None:
+        with open_output(output) as out:
+            write_weights(out, result.weights, meta)
+    return TuneOutcome(result, len(data.utt_ids), lw, ws, wp)

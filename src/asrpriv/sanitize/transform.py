@@ -14,7 +14,7 @@ from __future__ import annotations
 import random
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import IO, Callable, Iterable, Sequence
+from typing import IO, Iterable, Sequence
 
 from asrpriv.errors import InputError, display_name
 from asrpriv.io.lines import iter_blocks
@@ -202,3 +202,68 @@ def sanitize_stream(text_path: str, out: IO[str], sanitizer: Sanitizer,
         lineno, utt = min((spans_by_utt[u][0].lineno, u) for u in pending)
         raise InputError(spans_path, lineno, f"utterance {utt} is not in {display_name(text_path)}")
     return report
+
+
+@dataclass
+class SanitizeSettings:
+    """The settings of ``sanitize``: entities from ``spans`` (TSV) or ``lexicon`` (exactly
+    one), each kept with probability ``keep`` (0-1), else replaced by a string of its class
+    from the pool (``pool`` file, else the spans'/lexicon's own strings); ``classes`` the
+    classes transformed; ``tag`` writes class tokens instead; ``seed`` None = the OS's
+    secure source. ``output``: the transformed Kaldi text; ``spans_out``: the output's spans."""
+
+    text: str = "-"
+    spans: str | None = None
+    lexicon: str | None = None
+    keep: float = 0.0
+    classes: Sequence[str] = ("PER", "LOC", "ORG", "TIME", "NUM")
+    pool: str | None = None
+    spans_out: str | None = None
+    tag: bool = False
+    seed: int | None = None
+    output: str = "-"
+
+
+def sanitize(s: SanitizeSettings) -> Report:
+    """The step ``sanitize`` (paper 003 §2.1): same-class random replacement of named
+    entities in Kaldi text; returns the report (entities replaced per class)."""
+    import math
+
+    from asrpriv.errors import AsrprivError
+    from asrpriv.io.output import open_output
+    from asrpriv.privacy.randomness import noise_rng
+    from asrpriv.sanitize.lexicon import read_class_strings
+    from asrpriv.sanitize.spans import read_spans
+
+    classes = tuple(s.classes)
+    if not classes:
+        raise AsrprivError("--classes: give at least one class")
+    if not (math.isfinite(s.keep) and 0.0 <= s.keep <= 1.0):
+        raise AsrprivError(f"--keep must be in [0, 1], got {s.keep}")
+    if (s.spans is None) == (s.lexicon is None):
+        raise AsrprivError("give exactly one of --spans FILE or --lexicon FILE")
+    spans_by_utt = tagger = None
+    if s.spans is not None:
+        spans_by_utt = read_spans(s.spans)
+        pool = pool_from_spans(spans_by_utt, classes)
+    else:
+        entries = read_class_strings(s.lexicon)
+        tagger = LongestMatchTagger(entries)
+        pool = pool_from_pairs(entries, classes)
+    if s.pool is not None:
+        pool = pool_from_pairs(read_class_strings(s.pool), classes)
+    if not s.tag and s.keep < 1.0:
+        empty = sorted(c for c, strings in pool.items() if not strings)
+        used = {sp.cls for spans in (spans_by_utt or {}).values() for sp in spans} if spans_by_utt \
+            else {c for c, _ in entries}
+        missing = [c for c in empty if c in used]
+        if missing:
+            raise AsrprivError(f"no replacement strings for class(es) {', '.join(missing)} in the pool")
+    sanitizer = Sanitizer(classes, s.keep, pool, noise_rng(s.seed), tag=s.tag)
+    with open_output(s.output) as out:
+        if s.spans_out is not None:
+            with open_output(s.spans_out) as sout:
+                return sanitize_stream(s.text, out, sanitizer, spans_by_utt, tagger, sout,
+                                       s.spans or "spans")
+        return sanitize_stream(s.text, out, sanitizer, spans_by_utt, tagger, None,
+                               s.spans or "spans")

@@ -1,8 +1,10 @@
-"""Reading inputs into count accumulators, and writing counts files (for count-unigrams)."""
+"""count-unigrams' library half: settings checked, inputs read into count accumulators,
+counts files written. :func:`count_unigrams` is the step's entry (CLI and API call it)."""
 
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from typing import Callable
 
 from asrpriv.errors import AsrprivError, InputError
@@ -162,6 +164,18 @@ def _client_label(partition: str, client: str) -> str:
     return label
 
 
+def output_metas(accumulators: Accumulators, settings: dict, by_client: bool) -> dict[str, dict[str, str]]:
+    """The metadata of each output file (client -> meta); per-client files carry their own
+    partition label NAME/<client>."""
+    metas = {}
+    for client, acc in sorted(accumulators.items()):
+        meta = base_meta(**settings, units=acc.units)
+        if by_client and "partition" in meta:  # each client's file is its own, disjoint part
+            meta["partition"] = _client_label(meta["partition"], client)
+        metas[client] = meta
+    return metas
+
+
 def write_outputs(accumulators: Accumulators, output: str, by_client: str | None,
                   settings: dict) -> tuple[int, int]:
     """Write one counts file (or one per client, all or none); returns (clipped units, units).
@@ -184,12 +198,7 @@ def write_outputs(accumulators: Accumulators, output: str, by_client: str | None
     for client, _acc in items:
         if not client or "/" in client or client.startswith(".") or "\0" in client:
             raise AsrprivError(f"client name {client!r} cannot be a file name")
-    metas = {}
-    for client, acc in items:
-        meta = base_meta(**settings, units=acc.units)
-        if "partition" in meta:  # each client's file is its own, disjoint part
-            meta["partition"] = _client_label(meta["partition"], client)
-        metas[client] = meta
+    metas = output_metas(accumulators, settings, True)
     created = not os.path.isdir(by_client)
     try:
         os.makedirs(by_client, exist_ok=True)
@@ -204,3 +213,127 @@ def write_outputs(accumulators: Accumulators, output: str, by_client: str | None
                 os.rmdir(by_client)
         raise
     return clipped, units
+
+
+#: the default grid of --max-l1 (counts are floored onto its multiples)
+DEFAULT_GRID = 2.0 ** -10
+
+
+@dataclass
+class CountSettings:
+    """The settings of ``count-unigrams`` (its options by their Python names).
+
+    ``sigma`` is the rank kernel's bandwidth (000 Eq. 3), ``max_l1`` the per-unit L1 bound in
+    pseudo-counts (None: no bound), ``grid`` the step counts are floored onto. ``output``:
+    the counts file (``-`` = stdout; None = write nothing, return the counts only).
+    """
+
+    input: str = "-"
+    text: bool = False
+    ids: bool = False
+    sigma: float = 5.0
+    top: int | None = None
+    by_client: str | None = None
+    utt2client: str | None = None
+    unit: str = "utterance"
+    max_l1: float | None = None
+    grid: float = DEFAULT_GRID
+    partition: str | None = None
+    public: bool = False
+    output: str | None = "-"
+
+
+@dataclass
+class CountResult:
+    """What ``count-unigrams`` made: client ("" when not split) -> (metadata, counts), and
+    the exact (un-noised, private) numbers of units and of clipped units."""
+
+    files: dict[str, tuple[dict[str, str], dict[str, float]]]
+    units: int
+    clipped: int
+
+
+def check_count_settings(s: CountSettings) -> dict:
+    """Every check of count-unigrams' settings (before any input is read); returns the
+    labels (``partition``, ``public``) for the metadata."""
+    import math
+
+    if s.unit not in ("utterance", "client"):
+        raise AsrprivError(f"--unit must be 'utterance' or 'client', got {s.unit!r}")
+    if s.top is not None and s.top < 1:
+        raise AsrprivError(f"--top must be >= 1, got {s.top}")
+    if not (math.isfinite(s.sigma) and s.sigma > 0):
+        raise AsrprivError(f"--sigma must be a finite number > 0, got {s.sigma}")
+    if s.max_l1 is not None and not (math.isfinite(s.max_l1) and s.max_l1 > 0):
+        raise AsrprivError(f"--max-l1 must be a finite number > 0, got {s.max_l1}")
+    if not (math.isfinite(s.grid) and s.grid > 0):
+        raise AsrprivError(f"--grid must be a finite number > 0, got {s.grid}")
+    if s.max_l1 is not None and s.max_l1 / s.grid > 2.0 ** 52:
+        raise AsrprivError(f"--max-l1 / --grid must be at most 2^52 grid steps (exact float sums), "
+                           f"got {s.max_l1 / s.grid:.3g}")
+    labels: dict = {}
+    if s.partition is not None:
+        from asrpriv.privacy.history import check_partition
+
+        try:
+            if "," in s.partition:
+                raise ValueError("give one label (no comma)")
+            if not s.partition:  # check_partition reads '' as "no labels"; aggregate refuses it
+                raise ValueError("expected a label, got an empty one")
+            check_partition(s.partition)
+        except ValueError as err:
+            raise AsrprivError(f"--partition: {err}") from None
+        if s.public:
+            raise AsrprivError("--partition labels private data; --public data needs none")
+        labels["partition"] = s.partition
+    if s.public:
+        labels["public"] = 1
+    if s.ids and not s.text:
+        raise AsrprivError("--ids applies to --text input only")
+    return labels
+
+
+def count_unigrams(s: CountSettings, warn: Callable[[str], None] | None = None) -> CountResult:
+    """The step ``count-unigrams``: unigram pseudo-counts of an N-best TSV (each hypothesis of
+    rank r adds K(r) c_s(w), 000 Eq. 3-5) or of text (``text``: each word weighs 1), clipped
+    per unit to ``max_l1`` (L1) when given; written to ``output`` (or one file per client in
+    ``by_client``) unless ``output`` is None. Bad settings raise :class:`AsrprivError`, bad
+    input :class:`InputError` (file and line)."""
+    import dataclasses
+
+    if warn is None:
+        from asrpriv.talk import warn
+    labels = check_count_settings(s)
+    s = dataclasses.replace(s, sigma=float(s.sigma), grid=float(s.grid),  # as metadata: 15.0
+                            max_l1=None if s.max_l1 is None else float(s.max_l1))
+    client_of = None
+    if s.utt2client:
+        from asrpriv.io.kaldi import read_map
+
+        client_of = read_map(s.utt2client, "client")
+    if s.text and (s.by_client or s.unit == "client") and not (s.ids and client_of):
+        raise AsrprivError("--by-client and --unit client on text need --ids and --utt2client")
+    if s.by_client and s.output not in ("-", None):
+        raise AsrprivError("--by-client writes DIR/<client>.counts; do not combine it with -o")
+
+    def make_accumulator() -> CountAccumulator:
+        return CountAccumulator(s.max_l1, s.grid)
+
+    if s.text:
+        result = count_text(s.input, s.ids, client_of, s.unit, s.by_client is not None,
+                            make_accumulator, warn=warn)
+        settings: dict = {"source": "text"}
+    else:
+        result = count_nbest(s.input, s.sigma, s.top, client_of, s.unit, s.by_client is not None,
+                             make_accumulator)
+        settings = {"source": "nbest", "sigma": s.sigma, "top": s.top}
+    bound = {"unit": s.unit, "max_l1": s.max_l1, "grid": s.grid} if s.max_l1 is not None else {}
+    settings = {**settings, **bound, **labels}
+    if s.output is not None:
+        clipped, units = write_outputs(result, s.output, s.by_client, settings)
+    else:
+        clipped = sum(acc.clipped_units for acc in result.values())
+        units = sum(acc.units for acc in result.values())
+    metas = output_metas(result, settings, s.by_client is not None)
+    files = {client: (metas[client], acc.counts) for client, acc in sorted(result.items())}
+    return CountResult(files, units, clipped)

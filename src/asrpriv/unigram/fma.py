@@ -87,3 +87,43 @@ def adaptation_factors(background: dict[str, float], global_counts: dict[str, fl
         raise AsrprivError(f"g(w) = 0 for {bad} word(s) (alpha + beta = 1 leaves no background mass): "
                            "use --smoothing > 0 or a smaller alpha + beta")
     return factors
+
+
+def fma_factors_files(background: str, global_counts: str | None = None,
+                      personal: str | None = None, alpha: float = 0.5, beta: float = 0.25,
+                      lam: float = 1.0, smoothing: float = 0.0, allow_seeded: bool = False,
+                      output: str | None = "-") -> tuple[dict[str, str], dict[str, float]]:
+    """The step ``fma-adapt`` in factor mode (paper 000 Eq. 6-8): from counts files u
+    (``background``), qbar (``global_counts``) and q (``personal``), the factors
+    ``lam * (ln g(w) - ln u(w))`` (natural log) for every background word, written to
+    ``output`` (None: not written) with the privacy state of the inputs it uses. Returns
+    (metadata, factors). ARPA mode: :func:`asrpriv.ngram.fma_file.adapt_arpa_file`."""
+    from asrpriv import __version__
+    from asrpriv.io.counts import read_counts
+    from asrpriv.io.factors import write_factors
+    from asrpriv.io.output import open_output
+    from asrpriv.privacy.state import to_meta
+    from asrpriv.provenance import Inputs
+
+    settings = FmaSettings(alpha, beta, lam, smoothing)
+    settings.validate(global_counts is not None, personal is not None)
+    inputs = Inputs(allow_seeded)
+
+    def read(path, allow_empty, used=True):
+        meta, counts = read_counts(path, allow_empty=allow_empty)
+        if used:  # a weight of 0 leaves the output independent of the file
+            inputs.add_counts(path, meta)
+        return counts
+
+    u = read(background, False)
+    qbar = read(global_counts, True, alpha > 0) if global_counts else None
+    q = read(personal, True, beta > 0) if personal else None
+    factors = adaptation_factors(u, qbar, q, settings)
+    meta = {"format": "asrpriv-factors/2", "alpha": f"{alpha:g}", "beta": f"{beta:g}",
+            "lambda": f"{lam:g}", "smoothing": f"{smoothing:g}", "log_base": "e",
+            "version": __version__}
+    meta = to_meta(meta, inputs.state(), always_raw=True)
+    if output is not None:
+        with open_output(output) as stream:
+            write_factors(stream, meta, factors)
+    return meta, factors

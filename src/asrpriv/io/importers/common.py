@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import IO, Iterable, Iterator
+from typing import IO, Iterator
 
 from asrpriv.errors import InputError
 
@@ -108,15 +108,3 @@ def _clean(value: str, path, line, column: str) -> str:
     if "\t" in value or "\n" in value:
         raise InputError(path, line, f"{column}: a value with a tab or newline cannot be written")
     return value
-
-
-def iter_rows_grouped(rows: Iterable[Row]) -> Iterator[list[Row]]:
-    """Group consecutive rows of one utterance (for importers that must see a whole list)."""
-    group: list[Row] = []
-    for row in rows:
-        if group and row.utt_id != group[0].utt_id:
-            yield group
-            group = []
-        group.append(row)
-    if group:
-        yield group

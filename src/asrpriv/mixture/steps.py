@@ -1,0 +1,299 @@
+"""The entries of the steps ``perplexity`` and ``interpolate`` (CLI and API call them).
+
+Both score text with one or more LMs (:mod:`asrpriv.mixture.streams`: neural model files,
+ARPA/kenlm n-grams, class LMs) under one convention: natural-log probabilities, ``</s>``
+predicted and counted, OOV words scored as each LM's ``<unk>``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Sequence
+
+from asrpriv.errors import AsrprivError
+
+#: above this OOV rate perplexity gets a warning that it does not compare across vocabularies
+HIGH_OOV_RATE = 0.10
+
+
+def _check_common(lm_paths: Sequence[str], batch_size: int, threads: int) -> None:
+    if not lm_paths:
+        raise AsrprivError("give at least one --lm")
+    if batch_size < 1:
+        raise AsrprivError(f"--batch-size must be >= 1, got {batch_size}")
+    if threads < 0:
+        raise AsrprivError(f"--threads must be >= 0, got {threads}")
+
+
+def _load_lms(lm_paths, class_files, batch_size, threads):
+    from asrpriv.mixture.streams import load_lm, pair_classes
+
+    lms = [load_lm(p, classes=c, batch_size=batch_size)  # before stdin: fail fast
+           for p, c in zip(lm_paths, pair_classes(lm_paths, class_files))]
+    if any(lm.kind == "nnlm" for lm in lms):
+        import torch
+
+        from asrpriv.nnlm.finetune import choose_threads
+
+        torch.set_num_threads(choose_threads(threads))
+    return lms
+
+
+@dataclass
+class PerplexitySettings:
+    """The settings of ``perplexity``: ``lm_paths`` (several: their dynamic interpolation
+    with ``weights``, text ``W1,W2,...``), ``class_files`` one per LM (``-`` for a word LM),
+    ``per_word`` a per-token TSV, ``as_json`` one JSON object instead of one line;
+    ``threads`` 0 = OMP_NUM_THREADS or min(CPUs, 4)."""
+
+    text: str = "-"
+    lm_paths: Sequence[str] = ()
+    class_files: Sequence[str] = ()
+    weights: str | None = None
+    per_word: str | None = None
+    ids: bool = False
+    as_json: bool = False
+    batch_size: int = 64
+    threads: int = 0
+    max_words: int = 1000
+    output: str | None = "-"
+    allow_seeded: bool = False
+
+
+def perplexity(s: PerplexitySettings, warn=None) -> dict:
+    """The step ``perplexity``: ppl = exp(-logprob / (words + sentences)), logprob the
+    natural-log total; returns the summary (also OOV rate, SRILM's ppl and ppl1) and writes
+    it to ``output`` (a line, or JSON with ``as_json``; None: not written)."""
+    import json
+
+    from asrpriv.errors import InputError, display_name
+    from asrpriv.io.output import open_output
+    from asrpriv.mixture import report
+    from asrpriv.mixture.em import mix_logprobs
+    from asrpriv.mixture.streams import compute_streams
+    from asrpriv.mixture.weights import parse_weights
+    from asrpriv.nnlm.data import read_corpus
+
+    if warn is None:
+        from asrpriv.talk import warn
+    _check_common(s.lm_paths, s.batch_size, s.threads)
+    if s.max_words < 1:
+        raise AsrprivError(f"--max-words must be >= 1, got {s.max_words}")
+    from asrpriv.provenance import check_read_files
+
+    lm_paths, text = tuple(s.lm_paths), s.text
+    check_read_files(lm_paths, s.allow_seeded)
+    weights = parse_weights(s.weights, len(lm_paths))
+    lms = _load_lms(lm_paths, tuple(s.class_files), s.batch_size, s.threads)
+    neural = any(lm.kind == "nnlm" for lm in lms)
+    corpus = read_corpus(text, ids=s.ids, max_words=s.max_words if neural else None)
+    for note in corpus.notes:
+        warn(f"{display_name(text)}: {note}")
+    sentences = corpus.sentences
+    if not sentences:
+        raise InputError(text, None, "empty input: expected sentences")
+    logp, oov_each = compute_streams(lms, sentences)
+    words = sum(len(x) for x in sentences)
+    if len(lms) == 1:
+        ln_p, oov = logp[0], oov_each[0]
+    else:
+        ln_p = mix_logprobs(logp, weights)
+        oov = oov_each.all(axis=0)
+        partly = int((oov_each.any(axis=0) & ~oov).sum())
+        if partly:
+            warn(f"{partly} tokens are outside some LMs' vocabularies but not all: those LMs score "
+                 "them as <unk> (vocabularies differ, so per-LM perplexities do not compare)")
+    summary = report.summarize(ln_p, oov, words, len(sentences))
+    if summary["oov_rate"] > HIGH_OOV_RATE:
+        warn(f"{100 * summary['oov_rate']:.1f}% of the words are outside the vocabulary (scored "
+             "as <unk>): this perplexity does not compare with an LM of a larger vocabulary "
+             "(see srilm_ppl, which leaves OOVs out, and the oov_rate)")
+    if len(lms) == 1:
+        summary = {"lm": display_name(lm_paths[0]), "text": display_name(text),
+                   "lm_type": lms[0].kind, **summary}
+    else:
+        components = []
+        for k, lm in enumerate(lms):
+            alone = report.summarize(logp[k], oov_each[k], words, len(sentences))
+            components.append({"lm": lm.name, "lm_type": lm.kind, "weight": weights[k],
+                               **{key: alone[key] for key in ("ppl", "logprob", "oovs", "srilm_ppl")}})
+        summary = {"lm": [lm.name for lm in lms], "weights": weights, "text": display_name(text),
+                   "lm_type": "mixture", "components": components, **summary}
+    if s.per_word:
+        with open_output(s.per_word) as stream:
+            report.write_per_word(stream, sentences, corpus.ids, ln_p, oov,
+                                  logp if len(lms) > 1 else None)
+    if s.output is not None:
+        with open_output(s.output) as out:
+            if s.as_json:
+                out.write(json.dumps(summary, sort_keys=True) + "\n")
+            else:
+                out.write(report.format_line(summary, display_name(text)) + "\n")
+    return summary
+
+
+@dataclass
+class InterpolateSettings:
+    """The settings of ``interpolate``: with ``heldout``, EM estimates the weights of
+    ``lm_paths`` (from ``init``, until the per-token log-likelihood gains less than ``tol``
+    or ``max_iter`` steps; ``oov_policy`` ``unk`` or ``exclude``) and ``output`` optionally
+    gets the static ARPA mixture; with ``weights`` (``W1,W2,...``) only the mixture is
+    written. ``precision``: digits of the ARPA's log10 numbers."""
+
+    lm_paths: Sequence[str] = ()
+    class_files: Sequence[str] = ()
+    heldout: str | None = None
+    ids: bool = False
+    weights: str | None = None
+    init: str | None = None
+    tol: float = 1e-6
+    max_iter: int = 10000
+    oov_policy: str = "unk"
+    precision: int = 7
+    batch_size: int = 64
+    threads: int = 0
+    output: str | None = None
+    allow_seeded: bool = False
+
+
+@dataclass
+class InterpolateResult:
+    """The EM report (None with fixed weights) and the mixture's weights."""
+
+    report: dict | None
+    weights: list[float]
+
+
+def interpolate(s: InterpolateSettings, info=None, warn=None,
+                on_report=None) -> InterpolateResult:
+    """The step ``interpolate`` (paper 003 Eq. 3): interpolation weights by EM on held-out
+    text, P(w|h) = sum_k w_k P_k(w|h) per word; a static ARPA mixture of n-gram LMs.
+    ``on_report(report)`` is called with the EM report before the mixture is written (the
+    CLI prints it on stdout)."""
+    import math
+
+    from asrpriv.mixture.weights import parse_weights
+
+    if info is None:
+        from asrpriv.talk import info
+    if warn is None:
+        from asrpriv.talk import warn
+    _check_common(s.lm_paths, s.batch_size, s.threads)
+    if not (math.isfinite(s.tol) and s.tol > 0):
+        raise AsrprivError(f"--tol must be > 0, got {s.tol}")
+    if s.max_iter < 1:
+        raise AsrprivError(f"--max-iter must be >= 1, got {s.max_iter}")
+    if s.oov_policy not in ("unk", "exclude"):
+        raise AsrprivError(f"--oov must be 'unk' or 'exclude', got {s.oov_policy!r}")
+    if not 1 <= s.precision <= 17:
+        raise AsrprivError(f"--precision must be in 1..17, got {s.precision}")
+    lm_paths = tuple(s.lm_paths)
+    if len(lm_paths) < 2:
+        raise AsrprivError("give at least two --lm")
+    if s.heldout is None and s.weights is None:
+        raise AsrprivError("give --heldout TEXT (estimate weights) or --weights W1,W2,... with -o "
+                           "(write the static mixture)")
+    if s.heldout is not None and s.weights is not None:
+        raise AsrprivError("give --heldout (estimate weights) or --weights (fixed), not both; "
+                           "'perplexity --lm .. --weights ..' scores fixed weights, --init starts EM")
+    if s.heldout is not None and s.output == "-":
+        raise AsrprivError("with --heldout, stdout carries the JSON report: give -o a file name")
+    if s.heldout is None and s.class_files:
+        raise AsrprivError("a class LM cannot join a static ARPA mixture (its words are classes): "
+                           "estimate weights with --heldout, score with perplexity --weights")
+    from asrpriv.provenance import check_read_files
+
+    check_read_files(lm_paths, s.allow_seeded)
+    if s.heldout is None:
+        weights = parse_weights(s.weights, len(lm_paths))
+        write_mixture(lm_paths, weights, s.output or "-", s.precision, info)
+        return InterpolateResult(None, list(weights))
+    init = parse_weights(s.init, len(lm_paths), "--init") if s.init else None
+    result = estimate(lm_paths, tuple(s.class_files), s.heldout, s.ids, init, s.tol, s.max_iter,
+                      s.oov_policy, s.batch_size, s.threads, info, warn)
+    if on_report is not None:
+        on_report(result)
+    if s.output:
+        write_mixture(lm_paths, result["weights"], s.output, s.precision, info)
+    return InterpolateResult(result, result["weights"])
+
+
+def write_mixture(lm_paths, weights, output, precision, info) -> None:
+    """The static mixture of ARPA LMs (exact, :func:`asrpriv.ngram.mix.mix_models`)."""
+    from asrpriv.io.output import open_output
+    from asrpriv.ngram.mix import mix_models
+    from asrpriv.ngram.packed import read_packed
+    from asrpriv.provenance import Inputs, write_arpa_header
+
+    inputs = Inputs(allow_seeded=True)  # seeded LMs were refused (or allowed) above
+    for path in lm_paths:  # even at weight 0 an LM's vocabulary joins the mixture's
+        inputs.add_arpa(path)
+    models = [read_packed(p) for p in lm_paths]
+    mixed = mix_models(models, weights)
+    with open_output(output) as out:
+        write_arpa_header(out, "interpolate", inputs.state())
+        mixed.write(out, precision)
+    info(f"interpolate: static mixture of {len(models)} LMs, weights "
+         f"{','.join(f'{w:g}' for w in weights)}: n-grams {mixed.counts()}")
+
+
+def estimate(lm_paths, class_files, heldout, ids, init, tol, max_iter, oov_policy, batch_size,
+             threads, info, warn) -> dict:
+    """EM weights on held-out text; the report (weights, perplexity, OOVs, timings)."""
+    import time
+
+    import numpy as np
+
+    from asrpriv.errors import InputError, display_name
+    from asrpriv.mixture import report
+    from asrpriv.mixture.em import estimate_weights, mix_logprobs
+    from asrpriv.mixture.streams import compute_streams
+    from asrpriv.nnlm.data import read_corpus
+
+    lms = _load_lms(lm_paths, class_files, batch_size, threads)
+    sentences = read_corpus(heldout, ids=ids).sentences
+    if not sentences:
+        raise InputError(heldout, None, "empty input: expected held-out sentences")
+    start = time.perf_counter()
+    logp, oov_each = compute_streams(lms, sentences)
+    t_streams = time.perf_counter() - start
+    oov = oov_each.all(axis=0)
+    partly = int((oov_each.any(axis=0) & ~oov).sum())
+    if partly:
+        warn(f"{partly} held-out tokens are outside some LMs' vocabularies but not all: those LMs "
+             "score them as <unk>, which favours an LM with a small vocabulary (--oov exclude "
+             "leaves out only words outside every vocabulary)")
+    use = ~oov if oov_policy == "exclude" else np.ones(oov.shape, dtype=bool)
+    dead = use & ~np.isfinite(logp).any(axis=0)
+    use &= ~dead
+    if not use.any():
+        raise AsrprivError(f"{display_name(heldout)}: no held-out token to estimate weights on")
+    start = time.perf_counter()
+    fit = estimate_weights(logp[:, use], init=init, tol=tol, max_iter=max_iter)
+    t_em = time.perf_counter() - start
+    if not fit.converged:
+        warn(f"EM stopped after {max_iter} steps without converging to --tol {tol:g}")
+    words = sum(len(x) for x in sentences)
+    summary = report.summarize(mix_logprobs(logp, fit.weights), oov, words, len(sentences))
+    tokens = int(use.sum())
+    perplexity = float(np.exp(-fit.ln_mix.sum() / tokens))
+    info(f"interpolate: streams {t_streams:.2f} s, EM {t_em:.3f} s ({fit.iterations} steps) "
+         f"on {tokens} tokens")
+    alone = [float(np.exp(-logp[k, use].sum() / tokens)) for k in range(len(lms))]
+    return {
+        "weights": [float(w) for w in fit.weights],
+        "perplexity": perplexity,
+        "lms": [lm.name for lm in lms], "lm_types": [lm.kind for lm in lms],
+        "component_perplexities": alone,
+        "heldout": display_name(heldout),
+        "iterations": fit.iterations, "converged": fit.converged, "tolerance": tol,
+        "tokens": tokens, "words": words, "sentences": len(sentences),
+        "oovs": summary["oovs"], "oov_rate": summary["oov_rate"], "oov_policy": oov_policy,
+        "oov_tokens_with_partial_coverage": partly, "zeroprob_tokens": int(dead.sum()),
+        "srilm_ppl": summary["srilm_ppl"], "srilm_ppl1": summary["srilm_ppl1"],
+        "log_base": "e",
+        "conventions": "perplexity = exp(-sum ln P_mix / tokens) over the EM tokens: words and </s>, "
+                       + ("OOVs scored as each LM's <unk>" if oov_policy == "unk"
+                          else "words outside every LM's vocabulary left out"),
+        "seconds": {"streams": round(t_streams, 4), "em": round(t_em, 4)},
+    }
