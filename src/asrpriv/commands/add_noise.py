@@ -75,7 +75,14 @@ def add_noise(input_path, mechanism, epsilon, noise_multiplier, clip, vocab_path
     if noise_multiplier is not None or clip is not None:
         raise AsrprivError("--noise-multiplier and --clip are for --mechanism gaussian")
     if epsilon is None or vocab_path is None:
-        raise AsrprivError("--mechanism laplace needs --epsilon and --vocab")
+        missing = [name for name, value in (("--epsilon EPS (the privacy budget of this release)",
+                                             epsilon),
+                                            ("--vocab FILE (the public vocabulary the noise covers)",
+                                             vocab_path)) if value is None]
+        given = [name for name, value in (("--epsilon", epsilon), ("--vocab", vocab_path))
+                 if value is not None]
+        raise AsrprivError("--mechanism laplace: missing " + " and ".join(missing)
+                           + (f" ({given[0]} was given)" if given else ""))
     from asrpriv.io.counts import read_counts, read_wordlist, write_counts
     from asrpriv.io.output import open_output
     from asrpriv.privacy.counts_mechanism import exact_fraction, laplace_counts

@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from asrpriv.errors import AsrprivError
+from asrpriv.io.tokens import HELP as TOKENS_HELP
 from asrpriv.options import FiniteFloat, common_options, info, output_option, warn
 
 
@@ -44,17 +45,22 @@ from asrpriv.options import FiniteFloat, common_options, info, output_option, wa
 @click.option("--debug-private-stats", "debug_private", is_flag=True,
               help="Print the exact number of units and of clipped units on stderr. These are "
                    "un-noised statistics of the private input: debugging only.")
+@click.option("--drop-tokens", "drop_tokens", default=None, metavar="SPEC",
+              help=TOKENS_HELP + " Default: none.")
 @output_option
 @common_options
 def count_unigrams(input_path, text_mode, ids, sigma, top, by_client, utt2client, unit, max_l1,
-                   grid, partition, public, debug_private, output):
+                   grid, partition, public, debug_private, drop_tokens, output):
     """Count unigram pseudo-counts from an N-best TSV (default) or text (--text).
 
     Each hypothesis s adds K(s) * c_s(w) to word w (000 Eq. 3-5); rank from the 'rank' column,
     else file order. Output: a counts file ('#key=value' metadata, then 'word<TAB>count').
     """
     from asrpriv.unigram.counting import CountAccumulator
+    from asrpriv.io.tokens import parse_drop
     from asrpriv.unigram.driver import count_nbest, count_text, write_outputs
+
+    drop = parse_drop(drop_tokens)
 
     import math
 
@@ -99,11 +105,11 @@ def count_unigrams(input_path, text_mode, ids, sigma, top, by_client, utt2client
 
     if text_mode:
         result = count_text(input_path, ids, client_of, unit, by_client is not None, make_accumulator,
-                            warn=warn)
+                            warn=warn, drop=drop)
         settings = {"source": "text"}
     else:
         result = count_nbest(input_path, sigma, top, client_of, unit, by_client is not None,
-                             make_accumulator)
+                             make_accumulator, drop=drop)
         settings = {"source": "nbest", "sigma": sigma, "top": top}
     bound = {"unit": unit, "max_l1": max_l1, "grid": grid} if max_l1 is not None else {}
     clipped, units = write_outputs(result, output, by_client, {**settings, **bound, **labels})

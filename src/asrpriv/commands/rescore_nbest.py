@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import click
 
+from asrpriv.io.tokens import HELP as TOKENS_HELP
 from asrpriv.options import FiniteFloat, common_options, output_option
 
 HELP = """Rescore N-best lists (TSV) with a neural LM and/or an n-gram LM, and re-rank them.
@@ -96,13 +97,17 @@ Weights from tune-weights: --weights FILE; options given on the command line win
                    "(e.g. by adapting on text with new words) prefers hypotheses with OOV words.")
 @click.option("--chunk-utts", type=click.IntRange(min=1), default=256, show_default=True,
               help="Utterances read and scored together (bounds memory).")
+@click.option("--drop-tokens", "drop_tokens", default=None, metavar="SPEC",
+              help=TOKENS_HELP + " Dropped words are neither scored nor counted by the word "
+                   "penalty, and are left out of the text written. Default: none.")
 @output_option
 @common_options
 @click.pass_context
 def rescore_nbest(ctx: click.Context, inputs, nnlm, ngram, class_files, ngram_weights, factors_file, factors_dir,
                   missing_factors,
                   unnormalized, lm_weight, nnlm_weight, word_penalty, weights_file, reuse_scores, best,
-                  device, threads, batch_tokens, max_words, unk_penalty, chunk_utts, output) -> None:
+                  device, threads, batch_tokens, max_words, unk_penalty, chunk_utts, drop_tokens,
+                  output) -> None:
     from asrpriv.errors import AsrprivError
     from asrpriv.io.output import open_output
     from asrpriv.options import info, is_verbose
@@ -174,11 +179,24 @@ def rescore_nbest(ctx: click.Context, inputs, nnlm, ngram, class_files, ngram_we
 
     explicit = (weights_file is not None
                 or ctx.get_parameter_source("lm_weight") == ParameterSource.COMMANDLINE)
+    from asrpriv.io.nbest import abort_marker
+    from asrpriv.io.tokens import parse_drop
+
     rescorer = Rescorer(weights, nnlm_scorer, ngram_scorer, factors, reuse_scores=reuse_scores,
                         best=best, chunk_utts=chunk_utts, max_words=max_words,
                         rank_only_ok=explicit, unk_penalty=unk_penalty)
-    with Progress("utt") as progress, open_output(output) as out:
-        stats = rescorer.run(inputs, out, progress)
+    rescorer.drop = parse_drop(drop_tokens)
+    untuned = weights_file is None and not any(
+        ctx.get_parameter_source(name) == ParameterSource.COMMANDLINE
+        for name in ("lm_weight", "nnlm_weight", "word_penalty"))
+    if untuned:
+        info(f"rescore-nbest: untuned default weights (lm_weight={weights.lm_weight:g} "
+             f"nnlm_weight={weights.nnlm_weight:g} word_penalty={weights.word_penalty:g}, the AMI "
+             "first pass's): tune them for your LMs on held-out data with tune-weights and pass "
+             "--weights FILE (README, Quick start)")
+    with Progress("utt") as progress, open_output(output) as out, \
+            abort_marker(out, output in (None, "-")) as marked:
+        stats = rescorer.run(inputs, marked, progress)
     if rescorer.layout is not None and is_verbose():
         info(f"rescore-nbest: {rescorer.layout.describe()}")
     note = (f"rescore-nbest: {stats.utterances} utterances, {stats.hypotheses} hypotheses; "
@@ -186,6 +204,8 @@ def rescore_nbest(ctx: click.Context, inputs, nnlm, ngram, class_files, ngram_we
             f"word_penalty={weights.word_penalty:g}")
     if nnlm_scorer is not None:
         note += f"; NNLM OOV words (scored as <unk>): {stats.nnlm_oov}"
+    if rescorer.drop:
+        note += f"; non-word tokens dropped: {rescorer.dropped}"
     info(note)
     if factors is not None:
         info(f"rescore-nbest: {factors.summary()}")

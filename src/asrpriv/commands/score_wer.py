@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from asrpriv.errors import AsrprivError
+from asrpriv.io.tokens import HELP as TOKENS_HELP
 from asrpriv.options import (FiniteFloat, check_output_path, common_options, output_option,
                              seed_option, warn)
 
@@ -62,13 +63,18 @@ from asrpriv.options import (FiniteFloat, check_output_path, common_options, out
 @click.option("--alpha", type=FiniteFloat(0.0, 1.0, min_open=True, max_open=True),
               default=0.05, show_default=True,
               help="Significance level of the two-sided MAPSSWE test (--compare).")
+@click.option("--drop-tokens", "drop_tokens", default=None, metavar="SPEC",
+              help=TOKENS_HELP + " Dropped from REF and every HYP before alignment (after case "
+                   "folding). Default: none, with a warning when HYP holds tokens of the "
+                   "'default' list.")
 @output_option
 @common_options
 def score_wer(ref_path: str, hyp_path: str, compare_path: str | None, input_format: str,
               id_field: str | None, optional_deletable: bool, subset: bool, bootstrap_n: int | None,
               bootstrap_unit: str, confidence_level: float, seed: int | None,
               out_format: str, lowercase: bool, strip_punct: bool, utt2spk_path: str | None,
-              details_path: str | None, allow_extra: bool, alpha: float, output: str) -> None:
+              details_path: str | None, allow_extra: bool, alpha: float, drop_tokens: str | None,
+              output: str) -> None:
     """Score HYP against REF by utterance id: WER = 100 (S+D+I)/N percent.
 
     Alignments are sclite's (insertion/deletion cost 3, substitution 4), so counts equal
@@ -87,7 +93,11 @@ def score_wer(ref_path: str, hyp_path: str, compare_path: str | None, input_form
         raise AsrprivError("only one input can be standard input ('-')")
     from asrpriv.errors import InputError
 
+    from asrpriv.io.tokens import parse_drop
+
     normalizer = Normalizer(lowercase=lowercase, strip_punct=strip_punct)
+    if drop_tokens is not None:
+        normalizer = normalizer.with_drop(parse_drop(drop_tokens))
     timed = input_format == "stm" or (input_format == "auto" and _ext(ref_path) == ".stm")
     optional = None
     utt2spk = read_map(utt2spk_path, "speaker") if utt2spk_path else None
@@ -117,6 +127,8 @@ def score_wer(ref_path: str, hyp_path: str, compare_path: str | None, input_form
                  if compare_path else None)
     if not ref.words:
         raise InputError(ref_path, None, "empty input: expected reference transcripts")
+    if drop_tokens is None:
+        _warn_non_words(hyp, normalizer)
     if subset:
         kept = {u: w for u, w in ref.words.items() if u in hyp.words}
         dropped = len(ref.words) - len(kept)
@@ -138,6 +150,22 @@ def score_wer(ref_path: str, hyp_path: str, compare_path: str | None, input_form
             write_details(report, ref, hyp, f)
     with open_output(output) as f:
         (write_json if out_format == "json" else write_text)(report, f)
+
+
+def _warn_non_words(hyp, normalizer) -> None:
+    """Warn when HYP holds tokens of the default drop list, scored as words without --drop-tokens."""
+    from asrpriv.io.tokens import DEFAULT_DROP
+
+    known = normalizer.with_drop(DEFAULT_DROP).drop
+    found: dict[str, int] = {}
+    for words in hyp.words.values():
+        for w in words:
+            if w in known:
+                found[w] = found.get(w, 0) + 1
+    if found:
+        top = ", ".join(f"{n} {w}" for w, n in sorted(found.items(), key=lambda x: -x[1])[:4])
+        warn(f"{hyp.path}: {sum(found.values())} hypothesis tokens look like non-words ({top}) and "
+             "are scored as words; give --drop-tokens default (or your own list) to drop them")
 
 
 def _ext(path: str | None) -> str:

@@ -63,6 +63,8 @@ def train_ngram(text: str, order: int, ids: bool, vocab_path: str | None, discou
     start = time.perf_counter()
     vocab = read_vocab(vocab_path) if vocab_path is not None else None
     sentences = read_sentences(text, ids=ids)
+    if not ids and classes_out is None:
+        sentences = _warn_if_ids(sentences, text)
     class_map = None
     if (classes_out is None) != (spans_path is None):
         raise AsrprivError("--classes FILE and --spans FILE go together")
@@ -103,3 +105,19 @@ def train_ngram(text: str, order: int, ids: bool, vocab_path: str | None, discou
              f"{n}: " + ",".join(f"{d:.3f}" for d in est.discounts) + (" (fallback)" if est.fallback else "")
              for n, est in enumerate(model.orders, 1))
          + f"; {time.perf_counter() - start:.1f} s")
+
+
+def _warn_if_ids(sentences, path):
+    """Pass the sentences through, warning first if their first words look like utterance ids."""
+    import itertools
+
+    from asrpriv.errors import display_name
+    from asrpriv.io.sniff import SAMPLE_LINES, ids_share_warning
+    from asrpriv.options import warn
+
+    head = list(itertools.islice(sentences, SAMPLE_LINES))
+    note = ids_share_warning(" ".join(words) for words in head)
+    if note:
+        warn(f"{display_name(path)}: {note}")
+    yield from head
+    yield from sentences

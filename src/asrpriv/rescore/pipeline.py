@@ -161,6 +161,9 @@ class Rescorer:
         self.layout: Layout | None = None
         self.rank_only_ok = rank_only_ok
         self.unk_penalty = float(unk_penalty)
+        #: tokens dropped from every hypothesis on reading (asrpriv.io.tokens), and their count
+        self.drop: frozenset[str] = frozenset()
+        self.dropped = 0
         if self.unk_penalty and nnlm is None:
             raise AsrprivError("--unk-penalty needs --nnlm (it corrects the neural LM's <unk> score)")
 
@@ -169,7 +172,7 @@ class Rescorer:
         header_written = False
         first_columns = None
         for path in inputs:
-            reader = NbestReader(path)
+            reader = NbestReader(path, drop=self.drop)
             if first_columns is None:
                 first_columns = reader.columns
                 self.layout = Layout(reader.columns, self.nnlm is not None, self.ngram is not None,
@@ -192,6 +195,7 @@ class Rescorer:
                     chunk = []
             if chunk:
                 self._process(reader, chunk, out, progress)
+            self.dropped += reader.dropped
         return self.stats
 
     def _process(self, reader: NbestReader, chunk: list[Utterance], out: IO[str], progress) -> None:
