@@ -189,11 +189,6 @@ def rescore_nbest(ctx: click.Context, inputs, nnlm, ngram, class_files, ngram_we
     untuned = weights_file is None and not any(
         ctx.get_parameter_source(name) == ParameterSource.COMMANDLINE
         for name in ("lm_weight", "nnlm_weight", "word_penalty"))
-    if untuned:
-        info(f"rescore-nbest: untuned default weights (lm_weight={weights.lm_weight:g} "
-             f"nnlm_weight={weights.nnlm_weight:g} word_penalty={weights.word_penalty:g}, the AMI "
-             "first pass's): tune them for your LMs on held-out data with tune-weights and pass "
-             "--weights FILE (README, Quick start)")
     with Progress("utt") as progress, open_output(output) as out, \
             abort_marker(out, output in (None, "-")) as marked:
         stats = rescorer.run(inputs, marked, progress)
@@ -207,6 +202,11 @@ def rescore_nbest(ctx: click.Context, inputs, nnlm, ngram, class_files, ngram_we
     if rescorer.drop:
         note += f"; non-word tokens dropped: {rescorer.dropped}"
     info(note)
+    if untuned:
+        info(f"rescore-nbest: untuned default weights (lm_weight={weights.lm_weight:g} "
+             f"nnlm_weight={weights.nnlm_weight:g} word_penalty={weights.word_penalty:g}, the AMI "
+             "first pass's): tune them for your LMs on held-out data with tune-weights and pass "
+             "--weights FILE (README, Quick start)")
     if factors is not None:
         info(f"rescore-nbest: {factors.summary()}")
     if rescorer.layout is not None and rescorer.layout.acoustic is None:
