@@ -457,3 +457,35 @@ def test_csv_or_plain_text_given_as_nbest_points_to_the_fix(tmp_path, content, n
     assert_one_line_error(proc, "in.txt:1", "header lacks", needle)
     res = run_cli(["count-unigrams", str(path)])  # the same reader, the same pointer
     assert res.exit_code == 2 and needle in res.stderr
+
+
+# --- API: rescoring in-memory hypotheses ---------------------------------------------------
+
+def test_api_score_hypotheses_equals_rescore_nbest_and_kenlm(tmp_path, tiny_arpa):
+    import kenlm
+
+    from asrpriv import api
+
+    hyps = ["here we go welcome everybody", "here we go -pau- welcome every body", "so"]
+    am = [-120.5, -118.25, -300.0]
+    scored = api.score_hypotheses(hyps, acoustic=am, ngram=str(tiny_arpa), lm_weight=7.0,
+                                  word_penalty=-0.5, drop_tokens="srilm")
+    model = kenlm.Model(str(tiny_arpa))
+    for h, a, s in zip(hyps, am, scored):
+        words = [w for w in h.split() if w != "-pau-"]
+        assert s.words == words and s.nnlm_score is None
+        assert s.ngram_score == pytest.approx(model.score(" ".join(words)) * LN10, abs=1e-9)
+        assert s.score == pytest.approx(a + 7.0 * s.ngram_score - 0.5 * len(words), abs=1e-9)
+    tsv = tmp_path / "n.tsv"
+    tsv.write_text("utt_id\trank\tam_score\ttext\n" + "".join(
+        f"u{i}\t1\t{a}\t{h}\n" for i, (h, a) in enumerate(zip(hyps, am))), encoding="utf-8")
+    res = run_cli(["rescore-nbest", "-q", "--ngram", str(tiny_arpa), "--lm-weight", "7",
+                   "--word-penalty", "-0.5", "--drop-tokens", "srilm", str(tsv)])
+    _cols, rows = parse_tsv(res.stdout)
+    assert [float(r["score"]) for r in rows] == pytest.approx([s.score for s in scored], abs=1e-4)
+    from asrpriv.errors import AsrprivError
+
+    with pytest.raises(AsrprivError, match="ngram= and/or nnlm="):
+        api.score_hypotheses(hyps)
+    with pytest.raises(AsrprivError, match="acoustic has 1 values for 3"):
+        api.score_hypotheses(hyps, acoustic=[0.0], ngram=str(tiny_arpa))
