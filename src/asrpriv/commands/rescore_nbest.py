@@ -203,10 +203,11 @@ def rescore_nbest(ctx: click.Context, inputs, nnlm, ngram, class_files, ngram_we
         note += f"; non-word tokens dropped: {rescorer.dropped}"
     info(note)
     if untuned:
-        info(f"rescore-nbest: untuned default weights (lm_weight={weights.lm_weight:g} "
-             f"nnlm_weight={weights.nnlm_weight:g} word_penalty={weights.word_penalty:g}, the AMI "
-             "first pass's): tune them for your LMs on held-out data with tune-weights and pass "
-             "--weights FILE (README, Quick start)")
+        info(f"rescore-nbest: score and rank use untuned default weights (lm_weight="
+             f"{weights.lm_weight:g} nnlm_weight={weights.nnlm_weight:g} word_penalty="
+             f"{weights.word_penalty:g}, the AMI first pass's): tune them for your LMs on held-out "
+             "data with tune-weights (it reads this output) and pass --weights FILE (README, "
+             "Quick start)")
     if factors is not None:
         info(f"rescore-nbest: {factors.summary()}")
     if rescorer.layout is not None and rescorer.layout.acoustic is None:
