@@ -40,12 +40,6 @@ reader refuses, so 'import-nbest ... | rescore-nbest' fails too (scripts: set -o
 """
 
 
-class _Discard:
-    """An output that keeps nothing (the checking pass)."""
-
-    def write(self, text: str) -> int:
-        return len(text)
-
 
 @click.command("import-nbest", help=HELP)
 @click.option("--from", "source", required=True,
@@ -79,12 +73,7 @@ class _Discard:
 @common_options
 def import_nbest(source, path, manifest, id_field, beam_size, words, acoustic_scale, mapping,
                  delimiter, log_base, ref_out, drop_tokens, output) -> None:
-    import contextlib
-
     from asrpriv.errors import AsrprivError
-    from asrpriv.io.importers import importer
-    from asrpriv.io.importers.common import write_table
-    from asrpriv.io.output import open_output
     from asrpriv.options import info
 
     given = {"--manifest": manifest, "--id-field": id_field, "--beam-size": beam_size,
@@ -108,20 +97,13 @@ def import_nbest(source, path, manifest, id_field, beam_size, words, acoustic_sc
         options["log_base"] = log_base
         if delimiter is not None and len(options["delimiter"]) != 1:
             raise AsrprivError("--delimiter: expected one character (or 'tab')")
-    from asrpriv.io.nbest import abort_marker
+    from asrpriv.io.importers import import_nbest as run_import
     from asrpriv.io.tokens import parse_drop
 
     drop = parse_drop(drop_tokens if drop_tokens is not None else
                       ("srilm" if source == "srilm" else None))
-    module = importer(source)
-    with contextlib.ExitStack() as stack:
-        if ref_out is not None:
-            options["ref_out"] = stack.enter_context(open_output(ref_out))
-        if path != "-":  # a first pass checks everything before the first line is written
-            write_table(module.read(path, **{**options, "ref_out": None}), _Discard(), drop)
-        table = module.read(path, **options)
-        with open_output(output) as out, abort_marker(out, output in (None, "-")) as marked:
-            n = write_table(table, marked, drop)
+    table = run_import(source, path, output, drop, ref_out, **options)
+    n = table.utterances
     if table.note:
         info(f"import-nbest: {table.note}")
     info(f"import-nbest: {n} utterances from {source} {path}"

@@ -42,6 +42,8 @@ class NbestTable:
     dropped: int = 0
     #: a note for stderr about what the layout did (e.g. scores it lacks)
     note: str | None = None
+    #: utterances written (set by :func:`asrpriv.io.importers.import_nbest`)
+    utterances: int = 0
 
 
 def parse_float(text: str, path: str | None, line: int | None, what: str) -> float:
