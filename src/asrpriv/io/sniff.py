@@ -100,3 +100,21 @@ def ids_share_warning(lines: Iterable[str], share: float = 0.8) -> str | None:
     return (f"the first word of {len(id_like)} of the first {len(firsts)} lines looks like an "
             f"utterance id ({id_like[0]!r}, {id_like[1]!r}, ...): if this is Kaldi text, give "
             "--ids, or the ids are trained as words")
+
+
+def is_torch_file(path: str) -> bool:
+    """True if ``path`` looks like a torch file (a zip archive, or a bare pickle: first byte
+    0x80, the pickle protocol marker) rather than text, ARPA or a kenlm binary.
+
+    A bare pickle counts, so that it goes to the model reader and is refused there (weights
+    only) instead of being read as text. Unreadable paths are not torch files.
+    """
+    import zipfile
+
+    try:
+        if zipfile.is_zipfile(path):
+            return True
+        with open(path, "rb") as f:
+            return f.read(1) == b"\x80"
+    except OSError:
+        return False
