@@ -97,27 +97,19 @@ Weights from tune-weights: --weights FILE; options given on the command line win
                    "(e.g. by adapting on text with new words) prefers hypotheses with OOV words.")
 @click.option("--chunk-utts", type=click.IntRange(min=1), default=256, show_default=True,
               help="Utterances read and scored together (bounds memory).")
-<<<<<<< HEAD
 @click.option("--drop-tokens", "drop_tokens", default=None, metavar="SPEC",
               help=TOKENS_HELP + " Dropped words are neither scored nor counted by the word "
                    "penalty, and are left out of the text written. Default: none.")
-=======
 @click.option("--allow-seeded-test-noise", "allow_seeded", is_flag=True,
               help="Tests only: accept LMs/factors made with seeded (not private) noise.")
->>>>>>> main
 @output_option
 @common_options
 @click.pass_context
 def rescore_nbest(ctx: click.Context, inputs, nnlm, ngram, class_files, ngram_weights, factors_file, factors_dir,
                   missing_factors,
                   unnormalized, lm_weight, nnlm_weight, word_penalty, weights_file, reuse_scores, best,
-<<<<<<< HEAD
                   device, threads, batch_tokens, max_words, unk_penalty, chunk_utts, drop_tokens,
-                  output) -> None:
-=======
-                  device, threads, batch_tokens, max_words, unk_penalty, chunk_utts, output,
-                  allow_seeded=False) -> None:
->>>>>>> main
+                  output, allow_seeded=False) -> None:
     from asrpriv.errors import AsrprivError
     from asrpriv.io.output import open_output
     from asrpriv.options import info, is_verbose
