@@ -164,7 +164,9 @@ def _warn_non_words(hyp, normalizer) -> None:
                 found[w] = found.get(w, 0) + 1
     if found:
         top = ", ".join(f"{n} {w}" for w, n in sorted(found.items(), key=lambda x: -x[1])[:4])
-        warn(f"{hyp.path}: {sum(found.values())} hypothesis tokens look like non-words ({top}) and "
+        from asrpriv.errors import display_name
+
+        warn(f"{display_name(hyp.path)}: {sum(found.values())} hypothesis tokens look like non-words ({top}) and "
              "are scored as words; give --drop-tokens default (or your own list) to drop them")
 
 
