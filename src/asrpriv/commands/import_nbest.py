@@ -15,9 +15,9 @@ leaves:
 \b
   kaldi    directory with text (or words.int + --words), ac_cost, lm_cost keyed UTT-N
            (lattice-to-nbest | nbest-to-linear): am = -S*ac_cost, lm = -lm_cost
-           (a graph cost); costs are written unscaled, S = --acoustic-scale;
+           (a graph cost); costs are written unscaled, S = --acoustic-scale
            (no lm_cost: am_score only); or lmrescore_nbest.sh's archives.J/ (words_text,
-           acwt, lmwt.withlm), one or the decode dir holding them, jobs merged;
+           acwt, lmwt.withlm): one of them, or the decode dir holding them (merged);
            or a lattice-to-nbest archive in text form (ark,t:; --words for integer ids);
            a lattice is refused (run lattice-to-nbest)
   espnet   decoding directory with 1best_recog/, 2best_recog/, ... (text, score), or
