@@ -489,3 +489,17 @@ def test_api_score_hypotheses_equals_rescore_nbest_and_kenlm(tmp_path, tiny_arpa
         api.score_hypotheses(hyps)
     with pytest.raises(AsrprivError, match="acoustic has 1 values for 3"):
         api.score_hypotheses(hyps, acoustic=[0.0], ngram=str(tiny_arpa))
+
+
+def test_stdin_import_failing_part_way_is_refused_downstream(tmp_path):
+    """PATH '-' cannot be read twice: the failure comes after the first row went out, the
+    stream ends with the abort marker, and the next step refuses it (exit 2, no counts)."""
+    env = dict(os.environ, PYTHONPATH=str(ROOT / "src"))
+    py = sys.executable
+    out = tmp_path / "c.counts"
+    cmd = (f"set -o pipefail; printf 'utt_id,rank,text\\nu1,1,a b\\nu1,1,c d\\n' | "
+           f"{py} -m asrpriv import-nbest --from tsv - | {py} -m asrpriv count-unigrams -o {out}")
+    proc = subprocess.run(cmd, shell=True, capture_output=True, env=env, executable="/bin/bash")
+    err = proc.stderr.decode()
+    assert proc.returncode == 2 and not out.exists()
+    assert "<stdin>:3: duplicate rank 1" in err and "failed part-way" in err
