@@ -39,6 +39,7 @@ __all__ = [
     "count_text", "count_nbest", "aggregate_counts", "add_laplace_noise",
     "fma_factors", "fma_adapt_arpa", "rescore_nbest", "score_wer", "privacy_epsilon",
     "STEP_ENTRIES",
+    "ScoredHypothesis", "score_hypotheses",
 ]
 
 #: step -> "module:function" of its library entry (docs/API.md: the same table). The CLI's
@@ -444,6 +445,98 @@ def rescore_nbest(nbest, output: str | None = None, ngram: str | Sequence[str] |
     ngrams = (ngram,) if isinstance(ngram, str) else tuple(ngram or ())
     run(RescoreSettings(inputs=(nbest,), output=output, ngram=ngrams, nnlm=nnlm,
                         lm_weight=lm_weight, **options))
+
+
+@dataclass
+class ScoredHypothesis:
+    """One hypothesis scored by :func:`score_hypotheses` (natural logs, higher is better).
+
+    ``words``: the words scored (after ``drop_tokens``); ``ngram_score``/``nnlm_score``: the
+    sentence log-probabilities (``<s>`` to ``</s>``), None without that LM; ``score``: the
+    combined total of ``rescore-nbest``; ``weights``: the weights that made it.
+    """
+
+    words: list[str]
+    acoustic: float
+    ngram_score: float | None
+    nnlm_score: float | None
+    score: float
+    weights: dict[str, float]
+
+
+def score_hypotheses(hypotheses: Sequence[str | Sequence[str]],
+                     acoustic: Sequence[float] | None = None, ngram: str | None = None,
+                     nnlm: str | None = None, weights: str | None = None,
+                     lm_weight: float | None = None, nnlm_weight: float | None = None,
+                     word_penalty: float | None = None, drop_tokens: str | None = None,
+                     device: str = "cpu") -> list[ScoredHypothesis]:
+    """Score in-memory hypotheses as ``rescore-nbest`` does, and return the scores.
+
+    ``score = acoustic + lm_weight * ((1 - w) * ngram + w * nnlm) + word_penalty * n_words``
+    (natural log; ``w`` = ``nnlm_weight``; with one LM only, its score is the LM part).
+
+    Args:
+        hypotheses: each a string (split on white space) or a list of words.
+        acoustic: one acoustic (or first-pass) natural-log score per hypothesis; 0 if None.
+        ngram: an ARPA/KenLM file; nnlm: a model file of ``finetune-lm``; at least one.
+        weights: a ``tune-weights`` file; the keyword weights override it; what neither
+            gives is ``rescore-nbest``'s default (lm_weight 6.5, nnlm_weight 0.5,
+            word_penalty -0.431), which is tuned for nothing of yours: tune it.
+        drop_tokens: a ``--drop-tokens`` specification (:mod:`asrpriv.io.tokens`).
+
+    Example::
+
+        scored = api.score_hypotheses(["the cat sat", "the cat sad"], acoustic=[-10.0, -9.5],
+                                      ngram="lm.arpa", lm_weight=8.0, word_penalty=0.0)
+        best = max(range(len(scored)), key=lambda i: scored[i].score)
+
+    Raises:
+        AsrprivError: no LM, mismatched lengths, a weight out of range; InputError: a bad file.
+    """
+    import math
+
+    from asrpriv.io.tokens import parse_drop
+    from asrpriv.rescore.combine import Weights, read_weights
+
+    if ngram is None and nnlm is None:
+        raise AsrprivError("score_hypotheses: give ngram= and/or nnlm= (nothing to score with)")
+    if isinstance(hypotheses, str):
+        raise AsrprivError("score_hypotheses: hypotheses must be a list (of strings or word lists)")
+    drop = parse_drop(drop_tokens, "drop_tokens")
+    sentences = [[w for w in (h.split() if isinstance(h, str) else list(h)) if w not in drop]
+                 for h in hypotheses]
+    if acoustic is None:
+        acoustic = [0.0] * len(sentences)
+    acoustic = [float(a) for a in acoustic]
+    if len(acoustic) != len(sentences):
+        raise AsrprivError(f"score_hypotheses: acoustic has {len(acoustic)} values for "
+                           f"{len(sentences)} hypotheses")
+    if not all(math.isfinite(a) for a in acoustic):
+        raise AsrprivError("score_hypotheses: acoustic scores must be finite")
+    chosen = read_weights(weights).weights if weights is not None else Weights()
+    for name, value in (("lm_weight", lm_weight), ("nnlm_weight", nnlm_weight),
+                        ("word_penalty", word_penalty)):
+        if value is not None:
+            if not math.isfinite(float(value)):
+                raise AsrprivError(f"score_hypotheses: {name} must be finite, got {value}")
+            setattr(chosen, name, float(value))
+    if not 0.0 <= chosen.nnlm_weight <= 1.0:
+        raise AsrprivError(f"score_hypotheses: nnlm_weight must lie in [0, 1], got {chosen.nnlm_weight}")
+    ngram_scores: list[float | None] = [None] * len(sentences)
+    nnlm_scores: list[float | None] = [None] * len(sentences)
+    if ngram is not None:
+        from asrpriv.rescore.ngram import NgramScorer
+
+        ngram_scores = NgramScorer(ngram).score_many(sentences)
+    if nnlm is not None and sentences:
+        from asrpriv.rescore.nnlm import NnlmScorer
+
+        scorer = NnlmScorer(nnlm, device=device)
+        nnlm_scores = list(scorer.score([scorer.encode(s) for s in sentences]))
+    used = {"lm_weight": chosen.lm_weight, "nnlm_weight": chosen.nnlm_weight,
+            "word_penalty": chosen.word_penalty}
+    return [ScoredHypothesis(s, a, g, n, chosen.total(a, g, n, len(s)), dict(used))
+            for s, a, g, n in zip(sentences, acoustic, ngram_scores, nnlm_scores)]
 
 
 # ---------------------------------------------------------------------------- scoring

@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from asrpriv.commands.options import FiniteFloat, common_options, info, output_option, warn
+from asrpriv.io.tokens import HELP as TOKENS_HELP
 
 
 @click.command("count-unigrams")
@@ -43,10 +44,12 @@ from asrpriv.commands.options import FiniteFloat, common_options, info, output_o
 @click.option("--debug-private-stats", "debug_private", is_flag=True,
               help="Print the exact number of units and of clipped units on stderr. These are "
                    "un-noised statistics of the private input: debugging only.")
+@click.option("--drop-tokens", "drop_tokens", default=None, metavar="SPEC",
+              help=TOKENS_HELP + " Default: none.")
 @output_option
 @common_options
 def count_unigrams(input_path, text_mode, ids, sigma, top, by_client, utt2client, unit, max_l1,
-                   grid, partition, public, debug_private, output):
+                   grid, partition, public, debug_private, drop_tokens, output):
     """Count unigram pseudo-counts from an N-best TSV (default) or text (--text).
 
     Each hypothesis s adds K(s) * c_s(w) to word w (000 Eq. 3-5); rank from the 'rank' column,
@@ -57,7 +60,7 @@ def count_unigrams(input_path, text_mode, ids, sigma, top, by_client, utt2client
     result = run(CountSettings(input=input_path, text=text_mode, ids=ids, sigma=sigma, top=top,
                                by_client=by_client, utt2client=utt2client, unit=unit,
                                max_l1=max_l1, grid=grid, partition=partition, public=public,
-                               output=output), warn=warn)
+                               output=output, drop_tokens=drop_tokens), warn=warn)
     if debug_private:  # exact, un-noised statistics of the private input
         info(f"count-unigrams: {result.units} {unit}(s)"
              + (f", {result.clipped} clipped to L1 <= {max_l1:g}" if max_l1 is not None else ""))

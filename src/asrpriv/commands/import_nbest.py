@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from asrpriv.commands.options import FiniteFloat, common_options, output_option
+from asrpriv.io.tokens import HELP as TOKENS_HELP
 
 HELP = """Convert N-best lists from Kaldi, ESPnet, NeMo, SRILM, icefall or any TSV/CSV
 to our N-best TSV (utt_id, rank, am_score/lm_score or score, text; docs/FORMATS.md),
@@ -14,18 +15,30 @@ leaves:
 \b
   kaldi    directory with text (or words.int + --words), ac_cost, lm_cost keyed UTT-N
            (lattice-to-nbest | nbest-to-linear): am = -S*ac_cost, lm = -lm_cost
-           (a graph cost); costs are written unscaled, S = --acoustic-scale;
-           or a lattice-to-nbest archive in text form (ark,t:; --words for integer ids)
-  espnet   decoding directory with 1best_recog/, 2best_recog/, ... (text, score)
+           (a graph cost); costs are written unscaled, S = --acoustic-scale
+           (no lm_cost: am_score only); or lmrescore_nbest.sh's archives.J/ (words_text,
+           acwt, lmwt.withlm): one of them, or the decode dir holding them (merged);
+           or a lattice-to-nbest archive in text form (ark,t:; --words for integer ids);
+           a lattice is refused (run lattice-to-nbest)
+  espnet   decoding directory with 1best_recog/, 2best_recog/, ... (text, score), or
+           asr.sh's decode dir / logdir with output.J/ job folders, merged
   nemo     beams file (text<TAB>score, beam-size lines per entry) + --manifest,
            or a transcribe_speech.py manifest with pred_text (1-best)
-  srilm    directory of per-utterance N-best files, or a list file of them
-           (ac lm nwords words in log10; NBestList1.0/2.0 in bytelog)
+  srilm    one N-best file, a directory of per-utterance N-best files, or a list
+           file of them (ac lm nwords words in log10; NBestList1.0/2.0 in bytelog);
+           SRILM's non-events <s> </s> -pau- are dropped (--drop-tokens srilm)
   icefall  recogs-*.txt (CUT:<TAB>hyp=[...]): the 1-best, no scores
   tsv      any delimited table with a header; --map SOURCE=OURS,...
 
 The mapping of each format is in docs/FORMATS.md ("Importing N-best lists").
+
+Nothing is written until the whole input has been read and checked (a first pass over
+PATH; PATH '-' cannot be read twice, so there only the first hypothesis is checked first).
+If writing fails part-way all the same, a file given with -o is not created, and on
+standard output the stream ends with a '#asrpriv-aborted: ...' line that every N-best
+reader refuses, so 'import-nbest ... | rescore-nbest' fails too (scripts: set -o pipefail).
 """
+
 
 
 @click.command("import-nbest", help=HELP)
@@ -54,16 +67,13 @@ The mapping of each format is in docs/FORMATS.md ("Importing N-best lists").
               help="tsv: log base of the score columns (10 = multiply by ln 10).")
 @click.option("--ref-out", default=None, metavar="FILE",
               help="icefall: also write the ref= transcripts as Kaldi text to FILE.")
+@click.option("--drop-tokens", "drop_tokens", default=None, metavar="SPEC",
+              help=TOKENS_HELP + " Default: 'srilm' for --from srilm, else none.")
 @output_option
 @common_options
 def import_nbest(source, path, manifest, id_field, beam_size, words, acoustic_scale, mapping,
-                 delimiter, log_base, ref_out, output) -> None:
-    import contextlib
-
+                 delimiter, log_base, ref_out, drop_tokens, output) -> None:
     from asrpriv.errors import AsrprivError
-    from asrpriv.io.importers import importer
-    from asrpriv.io.importers.common import write_table
-    from asrpriv.io.output import open_output
     from asrpriv.commands.options import info
 
     given = {"--manifest": manifest, "--id-field": id_field, "--beam-size": beam_size,
@@ -87,16 +97,14 @@ def import_nbest(source, path, manifest, id_field, beam_size, words, acoustic_sc
         options["log_base"] = log_base
         if delimiter is not None and len(options["delimiter"]) != 1:
             raise AsrprivError("--delimiter: expected one character (or 'tab')")
-    import os
+    from asrpriv.io.importers import import_nbest as run_import
+    from asrpriv.io.tokens import parse_drop
 
-    if os.path.exists(path) and not os.path.isdir(path):  # importers sniff, then read again
-        from asrpriv.io.lines import require_regular_file
-
-        require_regular_file(path, "an N-best file to import")
-    module = importer(source)
-    with contextlib.ExitStack() as stack:
-        if ref_out is not None:
-            options["ref_out"] = stack.enter_context(open_output(ref_out))
-        with open_output(output) as out:
-            n = write_table(module.read(path, **options), out)
-    info(f"import-nbest: {n} utterances from {source} {path}")
+    drop = parse_drop(drop_tokens if drop_tokens is not None else
+                      ("srilm" if source == "srilm" else None))
+    table = run_import(source, path, output, drop, ref_out, **options)
+    n = table.utterances
+    if table.note:
+        info(f"import-nbest: {table.note}")
+    info(f"import-nbest: {n} utterances from {source} {path}"
+         + (f"; {table.dropped} non-word tokens dropped" if drop else ""))

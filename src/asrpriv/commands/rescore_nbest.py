@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from asrpriv.commands.options import FiniteFloat, common_options, output_option
+from asrpriv.io.tokens import HELP as TOKENS_HELP
 
 HELP = """Rescore N-best lists (TSV) with a neural LM and/or an n-gram LM, and re-rank them.
 
@@ -96,6 +97,9 @@ Weights from tune-weights: --weights FILE; options given on the command line win
                    "(e.g. by adapting on text with new words) prefers hypotheses with OOV words.")
 @click.option("--chunk-utts", type=click.IntRange(min=1), default=256, show_default=True,
               help="Utterances read and scored together (bounds memory).")
+@click.option("--drop-tokens", "drop_tokens", default=None, metavar="SPEC",
+              help=TOKENS_HELP + " Dropped words are neither scored nor counted by the word "
+                   "penalty, and are left out of the text written. Default: none.")
 @click.option("--allow-seeded-test-noise", "allow_seeded", is_flag=True,
               help="Tests only: accept LMs/factors made with seeded (not private) noise.")
 @output_option
@@ -104,8 +108,8 @@ Weights from tune-weights: --weights FILE; options given on the command line win
 def rescore_nbest(ctx: click.Context, inputs, nnlm, ngram, class_files, ngram_weights, factors_file, factors_dir,
                   missing_factors,
                   unnormalized, lm_weight, nnlm_weight, word_penalty, weights_file, reuse_scores, best,
-                  device, threads, batch_tokens, max_words, unk_penalty, chunk_utts, output,
-                  allow_seeded=False) -> None:
+                  device, threads, batch_tokens, max_words, unk_penalty, chunk_utts, drop_tokens,
+                  output, allow_seeded=False) -> None:
     from click.core import ParameterSource
 
     from asrpriv.commands.options import info, is_verbose
@@ -123,7 +127,8 @@ def rescore_nbest(ctx: click.Context, inputs, nnlm, ngram, class_files, ngram_we
         word_penalty=given("word_penalty", word_penalty), weights=weights_file,
         reuse_scores=reuse_scores, best=best, device=device, threads=threads,
         batch_tokens=batch_tokens, max_words=max_words, unk_penalty=unk_penalty,
-        chunk_utts=chunk_utts, output=output, allow_seeded=allow_seeded)
+        chunk_utts=chunk_utts, output=output, allow_seeded=allow_seeded,
+        drop_tokens=drop_tokens)
     with Progress("utt") as progress:
         result = run(settings, verbose=is_verbose(), progress=progress)
     stats, weights = result.stats, result.weights
@@ -134,7 +139,15 @@ def rescore_nbest(ctx: click.Context, inputs, nnlm, ngram, class_files, ngram_we
             f"word_penalty={weights.word_penalty:g}")
     if nnlm:
         note += f"; NNLM OOV words (scored as <unk>): {stats.nnlm_oov}"
+    if rescorer.drop:
+        note += f"; non-word tokens dropped: {rescorer.dropped}"
     info(note)
+    if result.untuned:
+        info(f"rescore-nbest: score and rank use untuned default weights (lm_weight="
+             f"{weights.lm_weight:g} nnlm_weight={weights.nnlm_weight:g} word_penalty="
+             f"{weights.word_penalty:g}, the AMI first pass's): tune them for your LMs on held-out "
+             "data with tune-weights (it reads this output) and pass --weights FILE (README, "
+             "Quick start)")
     if result.factors_summary is not None:
         info(f"rescore-nbest: {result.factors_summary}")
     if result.layout is not None and result.layout.acoustic is None:

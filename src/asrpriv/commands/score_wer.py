@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from asrpriv.errors import AsrprivError
+from asrpriv.io.tokens import HELP as TOKENS_HELP
 from asrpriv.commands.options import (FiniteFloat, check_output_path, common_options, output_option,
                              seed_option, warn)
 
@@ -73,6 +74,10 @@ from asrpriv.commands.options import (FiniteFloat, check_output_path, common_opt
 @click.option("--alpha", type=FiniteFloat(0.0, 1.0, min_open=True, max_open=True),
               default=0.05, show_default=True,
               help="Significance level of the two-sided MAPSSWE test (--compare).")
+@click.option("--drop-tokens", "drop_tokens", default=None, metavar="SPEC",
+              help=TOKENS_HELP + " Dropped from REF and every HYP before alignment (after case "
+                   "folding). Default: none, with a warning when HYP holds tokens of the "
+                   "'default' list.")
 @output_option
 @common_options
 def score_wer(ref_path: str, hyp_path: str, compare_path: str | None, input_format: str,
@@ -81,7 +86,8 @@ def score_wer(ref_path: str, hyp_path: str, compare_path: str | None, input_form
               bootstrap_n: int | None,
               bootstrap_unit: str, confidence_level: float, seed: int | None,
               out_format: str, lowercase: bool, strip_punct: bool, utt2spk_path: str | None,
-              details_path: str | None, allow_extra: bool, alpha: float, output: str) -> None:
+              details_path: str | None, allow_extra: bool, alpha: float, drop_tokens: str | None,
+              output: str) -> None:
     """Score HYP against REF by utterance id: WER = 100 (S+D+I)/N percent.
 
     Alignments are sclite's (insertion/deletion cost 3, substitution 4), so counts equal
@@ -109,6 +115,10 @@ def score_wer(ref_path: str, hyp_path: str, compare_path: str | None, input_form
     if subset and missing_as_deletions:
         raise AsrprivError("--subset and --missing-as-deletions contradict each other; give one")
     normalizer = Normalizer(lowercase=lowercase, strip_punct=strip_punct)
+    if drop_tokens is not None:
+        from asrpriv.io.tokens import parse_drop
+
+        normalizer = normalizer.with_drop(parse_drop(drop_tokens))
     if input_format == "auto" and _ext(ref_path) == ".ctm":
         raise AsrprivError(f"{ref_path}: a ctm reference is not supported (sclite aligns two ctm "
                            "files by time); give an stm or trn reference")
@@ -167,6 +177,8 @@ def score_wer(ref_path: str, hyp_path: str, compare_path: str | None, input_form
              "out of the score, as sclite does with trn files (--missing-as-deletions counts "
              "them as deletions)")
         ref.words = kept
+    if drop_tokens is None:
+        _warn_non_words(hyp, normalizer)
     if subset:
         kept = {u: w for u, w in ref.words.items() if u in hyp.words}
         dropped = len(ref.words) - len(kept)
@@ -199,6 +211,24 @@ def _no_parenthesized_words(hyp) -> None:
             if len(w) > 2 and w[0] == "(" and w[-1] == ")":
                 raise InputError(hyp.path, hyp.lines.get(u), f"hypothesis word {w!r} in "
                                  "parentheses with -D: sclite's reading of it is not reproduced")
+
+
+def _warn_non_words(hyp, normalizer) -> None:
+    """Warn when HYP holds tokens of the default drop list, scored as words without --drop-tokens."""
+    from asrpriv.io.tokens import DEFAULT_DROP
+
+    known = normalizer.with_drop(DEFAULT_DROP).drop
+    found: dict[str, int] = {}
+    for words in hyp.words.values():
+        for w in words:
+            if w in known:
+                found[w] = found.get(w, 0) + 1
+    if found:
+        top = ", ".join(f"{n} {w}" for w, n in sorted(found.items(), key=lambda x: -x[1])[:4])
+        from asrpriv.errors import display_name
+
+        warn(f"{display_name(hyp.path)}: {sum(found.values())} hypothesis tokens look like non-words ({top}) and "
+             "are scored as words; give --drop-tokens default (or your own list) to drop them")
 
 
 def _ext(path: str | None) -> str:

@@ -9,6 +9,7 @@ a time, so memory does not grow with the file.
 
 from __future__ import annotations
 
+import contextlib
 import math
 from typing import IO, Iterable, Iterator, Sequence
 
@@ -57,22 +58,29 @@ class NbestReader:
         index: column name -> position.
     """
 
-    def __init__(self, path: str | None, lines: Iterator[tuple[int, str]] | None = None) -> None:
+    def __init__(self, path: str | None, lines: Iterator[tuple[int, str]] | None = None,
+                 drop: frozenset[str] | set[str] = frozenset()) -> None:
         # ``lines``: an already-open ``iter_lines(path)`` (e.g. after peeking at stdin's first line)
+        # ``drop``: tokens removed from every hypothesis (asrpriv.io.tokens; --drop-tokens), from
+        # its words, its text column and its confidence column alike
         self.path = path
+        self.drop = frozenset(drop)
+        self.dropped = 0
         self._lines = lines if lines is not None else iter_lines(path)
         try:
             lineno, header = next(self._lines)
         except StopIteration:
             raise InputError(path, None, "empty input: expected an N-best TSV header "
                                          "with columns utt_id and text") from None
+        check_not_aborted(path, lineno, header)
         self.columns = header.split("\t")
         if len(set(self.columns)) != len(self.columns):
             raise InputError(path, lineno, "duplicate column names in the header")
         missing = [c for c in REQUIRED if c not in self.columns]
         if missing:
             raise InputError(path, lineno, f"header lacks required column(s) {', '.join(missing)} "
-                                           f"(got: {' '.join(self.columns) or 'nothing'})")
+                                           f"(got: {' '.join(self.columns) or 'nothing'})"
+                                           + header_hint(header))
         self.index = {name: i for i, name in enumerate(self.columns)}
         self.has_rank = "rank" in self.index
 
@@ -98,6 +106,8 @@ class NbestReader:
             if not line.strip():
                 continue
             values = line.split("\t")
+            if line.startswith(ABORT_MARKER):
+                check_not_aborted(path, lineno, line)
             if len(values) != ncol:
                 raise InputError(path, lineno, f"expected {ncol} tab-separated columns, got {len(values)}")
             utt_id = values[i_utt]
@@ -114,6 +124,14 @@ class NbestReader:
             confidence = None
             if i_conf is not None:
                 confidence = _parse_confidence(values[i_conf], len(words), path, lineno)
+            if self.drop and any(w in self.drop for w in words):
+                keep = [k for k, w in enumerate(words) if w not in self.drop]
+                self.dropped += len(words) - len(keep)
+                words = [words[k] for k in keep]
+                values[i_text] = " ".join(words)
+                if confidence is not None:
+                    confidence = [confidence[k] for k in keep]
+                    values[i_conf] = " ".join(values[i_conf].split()[k] for k in keep)
             if utt_id != current:
                 if current is not None:
                     yield self._finish(current, hyps, client)
@@ -148,6 +166,78 @@ class NbestReader:
                 if a.rank == b.rank:
                     raise InputError(self.path, b.lineno, f"duplicate rank {b.rank} in utterance {utt_id!r}")
         return Utterance(utt_id, hyps, client)
+
+
+#: first characters of the line a streaming step writes to standard output when it fails after
+#: its header went out (asrpriv.io.nbest.abort_marker): a reader downstream refuses the stream
+ABORT_MARKER = "#asrpriv-aborted"
+
+
+def check_not_aborted(path: str | None, lineno: int, line: str) -> None:
+    """Refuse a stream whose writer failed part-way (its last line is :data:`ABORT_MARKER`)."""
+    if line.startswith(ABORT_MARKER):
+        reason = line[len(ABORT_MARKER):].strip(" :\t\n")
+        raise InputError(path, lineno, "the step that wrote this stream failed part-way, so it is "
+                                       "incomplete" + (f" ({reason})" if reason else "")
+                                       + "; nothing of it was used as a result")
+
+
+def header_hint(header: str) -> str:
+    """A pointer to the right tool when a header is not an N-best TSV header."""
+    if "," in header and "\t" not in header:
+        return ("; a CSV? convert it with 'asrpriv import-nbest --from tsv' (it sniffs the "
+                "delimiter; --map renames columns)")
+    if "\t" not in header:
+        return ("; plain text? give --text (count-unigrams, finetune-lm), or convert a "
+                "recognizer's N-best output with 'asrpriv import-nbest'")
+    return "; rename columns with 'asrpriv import-nbest --from tsv --map SRC=OURS,...'"
+
+
+class _Tracked:
+    """An output stream that remembers whether anything was written to it."""
+
+    def __init__(self, out: IO[str]) -> None:
+        self.out = out
+        self.started = False
+
+    def write(self, text: str) -> int:
+        if text:
+            self.started = True
+        return self.out.write(text)
+
+    def writelines(self, lines: Iterable[str]) -> None:
+        for line in lines:
+            self.write(line)
+
+    def flush(self) -> None:
+        self.out.flush()
+
+
+@contextlib.contextmanager
+def abort_marker(out: IO[str], to_stdout: bool) -> Iterator[IO[str]]:
+    """Yield ``out``; on failure after output began on a stream, end it with :data:`ABORT_MARKER`.
+
+    A pipe (``import-nbest ... | rescore-nbest``) cannot be un-written: the consumer has already
+    read the first lines. Ending the stream with a line that no table has, and that
+    :class:`NbestReader` refuses, makes the consumer fail too instead of producing a
+    plausible result from part of the input. Nothing is added when the step failed before
+    writing anything (its stdout stays empty), nor for a file given with ``-o`` (atomic: it
+    is not created; ``to_stdout`` False).
+    """
+    tracked = _Tracked(out)
+    try:
+        yield tracked
+    except BaseException as err:
+        if to_stdout and tracked.started and not isinstance(err, BrokenPipeError):
+            from asrpriv.errors import one_line
+
+            reason = err.format_message() if hasattr(err, "format_message") else type(err).__name__
+            try:
+                out.write(f"\n{ABORT_MARKER}: {one_line(str(reason))}\n")
+                out.flush()
+            except (OSError, ValueError):
+                pass
+        raise
 
 
 def _parse_confidence(field: str, n_words: int, path: str | None, lineno: int) -> list[float]:

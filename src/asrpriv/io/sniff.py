@@ -73,6 +73,35 @@ def ids_warning(lines: Iterable[str]) -> str | None:
             f"{firsts[1]!r}, ...): if this is Kaldi text, give --ids, or the ids are counted as words")
 
 
+def ids_share_warning(lines: Iterable[str], share: float = 0.8) -> str | None:
+    """A warning if the first token of most (``share``) sampled lines looks like an utterance id.
+
+    Looser than :func:`ids_warning` (which wants every line): for steps where ids trained as
+    words do lasting harm (``train-ngram``). On the first :data:`SAMPLE_LINES` non-blank lines
+    (at least 3): at least ``share`` of the first tokens look like ids (a digit and ``_``/``-``,
+    or 8+ characters with a digit), they are mostly unique, and they hardly occur as words
+    elsewhere.
+    """
+    firsts: list[str] = []
+    others: set[str] = set()
+    for line in lines:
+        parts = line.split()
+        if not parts:
+            continue
+        firsts.append(parts[0])
+        others.update(parts[1:])
+        if len(firsts) >= SAMPLE_LINES:
+            break
+    if len(firsts) < 3:
+        return None
+    id_like = [t for t in firsts if _id_like(t) and t not in others]
+    if len(id_like) < share * len(firsts) or len(set(firsts)) < share * len(firsts):
+        return None
+    return (f"the first word of {len(id_like)} of the first {len(firsts)} lines looks like an "
+            f"utterance id ({id_like[0]!r}, {id_like[1]!r}, ...): if this is Kaldi text, give "
+            "--ids, or the ids are trained as words")
+
+
 def is_torch_file(path: str) -> bool:
     """True if ``path`` looks like a torch file: a zip (``torch.save``'s format; a file that
     starts with a zip local header counts too) or a bare pickle (first byte 0x80, the pickle

@@ -167,6 +167,22 @@ class TrainResult:
     class_map: object | None
 
 
+def _warn_if_ids(sentences, path):
+    """Pass the sentences through, warning first if their first words look like utterance ids."""
+    import itertools
+
+    from asrpriv.errors import display_name
+    from asrpriv.io.sniff import SAMPLE_LINES, ids_share_warning
+    from asrpriv.talk import warn
+
+    head = list(itertools.islice(sentences, SAMPLE_LINES))
+    note = ids_share_warning(" ".join(words) for words in head)
+    if note:
+        warn(f"{display_name(path)}: {note}")
+    yield from head
+    yield from sentences
+
+
 def train_ngram(s: TrainSettings) -> TrainResult:
     """The step ``train-ngram``: interpolated modified Kneser-Ney (lmplz's estimate) on the
     sentences of ``text``, written as ARPA (log10); with ``classes_out`` a class LM
@@ -186,6 +202,8 @@ def train_ngram(s: TrainSettings) -> TrainResult:
         raise AsrprivError(f"--member-share must be in (0, 1], got {s.member_share}")
     vocab = read_vocab(s.vocab) if s.vocab is not None else None
     sentences = read_sentences(s.text, ids=s.ids)
+    if not s.ids and s.classes_out is None:
+        sentences = _warn_if_ids(sentences, s.text)
     class_map = None
     if (s.classes_out is None) != (s.spans is None):
         raise AsrprivError("--classes FILE and --spans FILE go together")

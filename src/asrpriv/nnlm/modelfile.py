@@ -235,6 +235,41 @@ def _refuse_other_formats(path: str) -> None:
     for magic, what in _OTHER_FORMATS:
         if stripped.startswith(magic):
             raise InputError(path, None, f"is {what}")
+    what = _text_kind(head)
+    if what is not None:
+        raise InputError(path, None, f"is {what}, not a neural model file (a model file is a "
+                                     "binary PyTorch file written by finetune-lm)")
+
+
+def _text_kind(head: bytes) -> str | None:
+    """What a text file given as a model file is (counts, N-best TSV, text), else None."""
+    if not head or b"\x00" in head or head[:1] == b"\x80" or head[:2] == b"PK":
+        return None
+    try:
+        text = head.decode("utf-8")
+    except UnicodeDecodeError:
+        if len(head) < 4096:
+            return None
+        try:  # the read may have cut a multi-byte character at the end
+            text = head[:-3].decode("utf-8")
+        except UnicodeDecodeError:
+            return None
+    lines = [line for line in text.lstrip("\ufeff").splitlines() if line.strip()]
+    if not lines:
+        return None
+    first = lines[0]
+    columns = first.split("\t")
+    if "utt_id" in columns or "text" in columns:
+        return "an N-best TSV (a header with utt_id, text)"
+    if first.startswith("#") and (any("\t" in line for line in lines if not line.startswith("#"))
+                                  or any(line.startswith(("#privacy", "#version", "#source", "#kind"))
+                                         for line in lines)):
+        return "a counts file ('#key=value' metadata, then word<TAB>count)"
+    if len(columns) == 2 and all(len(line.split("\t")) == 2 for line in lines[:20]):
+        return "a two-column table (counts or factors: word<TAB>value)"
+    if len(columns) > 2:
+        return "a tab-separated table"
+    return "a text file"
 
 
 def vocab_and_config(payload: dict, path: str) -> tuple[Vocabulary, dict]:

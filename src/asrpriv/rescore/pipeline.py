@@ -161,6 +161,9 @@ class Rescorer:
         self.layout: Layout | None = None
         self.rank_only_ok = rank_only_ok
         self.unk_penalty = float(unk_penalty)
+        #: tokens dropped from every hypothesis on reading (asrpriv.io.tokens), and their count
+        self.drop: frozenset[str] = frozenset()
+        self.dropped = 0
         if self.unk_penalty and nnlm is None:
             raise AsrprivError("--unk-penalty needs --nnlm (it corrects the neural LM's <unk> score)")
 
@@ -169,7 +172,7 @@ class Rescorer:
         header_written = False
         first_columns = None
         for path in inputs:
-            reader = NbestReader(path)
+            reader = NbestReader(path, drop=self.drop)
             if first_columns is None:
                 first_columns = reader.columns
                 self.layout = Layout(reader.columns, self.nnlm is not None, self.ngram is not None,
@@ -192,6 +195,7 @@ class Rescorer:
                     chunk = []
             if chunk:
                 self._process(reader, chunk, out, progress)
+            self.dropped += reader.dropped
         return self.stats
 
     def _process(self, reader: NbestReader, chunk: list[Utterance], out: IO[str], progress) -> None:
@@ -335,6 +339,7 @@ class RescoreSettings:
     chunk_utts: int = 256
     output: str = "-"
     allow_seeded: bool = False
+    drop_tokens: str | None = None  # tokens that are not words (asrpriv.io.tokens SPEC)
 
 
 @dataclass
@@ -346,6 +351,7 @@ class RescoreResult:
     weights: Weights
     layout: Layout | None
     factors_summary: str | None
+    untuned: bool = False  # the default weights were used (no --weights, no weight given)
 
 
 def check_rescore_settings(s: RescoreSettings) -> None:
@@ -446,7 +452,13 @@ def rescore_nbest(s: RescoreSettings, verbose: bool = False, progress=None) -> R
     rescorer = Rescorer(weights, nnlm_scorer, ngram_scorer, factors, reuse_scores=s.reuse_scores,
                         best=s.best, chunk_utts=s.chunk_utts, max_words=s.max_words,
                         rank_only_ok=explicit, unk_penalty=s.unk_penalty)
-    with open_output(s.output) as out:
-        stats = rescorer.run(inputs, out, progress)
+    from asrpriv.io.nbest import abort_marker
+    from asrpriv.io.tokens import parse_drop
+
+    rescorer.drop = parse_drop(s.drop_tokens)
+    untuned = s.weights is None and s.lm_weight is None and s.nnlm_weight is None \
+        and s.word_penalty is None
+    with open_output(s.output) as out, abort_marker(out, s.output in (None, "-")) as marked:
+        stats = rescorer.run(inputs, marked, progress)
     return RescoreResult(stats, weights, rescorer.layout,
-                         factors.summary() if factors is not None else None)
+                         factors.summary() if factors is not None else None, untuned)

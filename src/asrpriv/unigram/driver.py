@@ -51,11 +51,15 @@ class _Router:
 
 
 def count_nbest(path: str, sigma: float, top: int | None, client_of: dict[str, str] | None,
-                unit: str, split: bool, make: Callable[[], CountAccumulator]) -> Accumulators:
-    """Kernel-weighted counts of an N-best TSV, one unit per utterance or per client."""
+                unit: str, split: bool, make: Callable[[], CountAccumulator],
+                drop: frozenset[str] = frozenset()) -> Accumulators:
+    """Kernel-weighted counts of an N-best TSV, one unit per utterance or per client.
+
+    ``drop``: tokens that are not words (:mod:`asrpriv.io.tokens`), removed before counting.
+    """
     from asrpriv.io.nbest import NbestReader
 
-    reader = NbestReader(path)
+    reader = NbestReader(path, drop=drop)
     needs_client = split or unit == "client"
     if needs_client and client_of is None and "client" not in reader.index:
         raise InputError(path, 1, "no 'client' column: give --utt2client for --by-client/--unit client")
@@ -97,8 +101,12 @@ def _sniff_and_warn(head, path, ids, warn) -> None:
 
 def count_text(path: str, ids: bool, client_of: dict[str, str] | None, unit: str, split: bool,
                make: Callable[[], CountAccumulator],
-               warn: Callable[[str], None] = lambda s: None) -> Accumulators:
+               warn: Callable[[str], None] = lambda s: None,
+               drop: frozenset[str] = frozenset()) -> Accumulators:
     """Counts of text, each word weighing 1; one unit per line (utterance) or per client.
+
+    ``drop``: tokens that are not words (:mod:`asrpriv.io.tokens`), not counted. Without a
+    bound each word counts on its own, so the fast path removes them from the totals.
 
     Kaldi text (``ids``) with a duplicate utterance id is refused (it would be two units).
     """
@@ -127,7 +135,7 @@ def count_text(path: str, ids: bool, client_of: dict[str, str] | None, unit: str
             lines.close()
             _sniff_and_warn(head, path, ids, warn)
             counter, probe.units = count_words(path)
-        probe.counts = dict(counter)
+        probe.counts = {w: c for w, c in counter.items() if w not in drop}
         return {"": probe}
     lines = iter_lines(path)
     head = list(itertools.islice(lines, SAMPLE_LINES))
@@ -148,6 +156,8 @@ def count_text(path: str, ids: bool, client_of: dict[str, str] | None, unit: str
                 raise InputError(path, lineno, f"utterance {utt_id!r} has no client in --utt2client")
         contribution: dict[str, float] = {}
         for word in words:
+            if word in drop:
+                continue
             contribution[word] = contribution.get(word, 0.0) + 1.0
         router.add(client, contribution)
     return router.finish()
@@ -241,6 +251,7 @@ class CountSettings:
     partition: str | None = None
     public: bool = False
     output: str | None = "-"
+    drop_tokens: str | None = None  # tokens that are not words (asrpriv.io.tokens SPEC)
 
 
 @dataclass
@@ -319,13 +330,16 @@ def count_unigrams(s: CountSettings, warn: Callable[[str], None] | None = None) 
     def make_accumulator() -> CountAccumulator:
         return CountAccumulator(s.max_l1, s.grid)
 
+    from asrpriv.io.tokens import parse_drop
+
+    drop = parse_drop(s.drop_tokens)
     if s.text:
         result = count_text(s.input, s.ids, client_of, s.unit, s.by_client is not None,
-                            make_accumulator, warn=warn)
+                            make_accumulator, warn=warn, drop=drop)
         settings: dict = {"source": "text"}
     else:
         result = count_nbest(s.input, s.sigma, s.top, client_of, s.unit, s.by_client is not None,
-                             make_accumulator)
+                             make_accumulator, drop=drop)
         settings = {"source": "nbest", "sigma": s.sigma, "top": s.top}
     bound = {"unit": s.unit, "max_l1": s.max_l1, "grid": s.grid} if s.max_l1 is not None else {}
     settings = {**settings, **bound, **labels}

@@ -194,7 +194,14 @@ def add_noise_counts(s: LaplaceSettings) -> LaplaceResult:
     from asrpriv.unigram.meta import refuse_seeded
 
     if s.epsilon is None or s.vocab is None:
-        raise AsrprivError("--mechanism laplace needs --epsilon and --vocab")
+        missing = [name for name, value in (("--epsilon EPS (the privacy budget of this release)",
+                                             s.epsilon),
+                                            ("--vocab FILE (the public vocabulary the noise covers)",
+                                             s.vocab)) if value is None]
+        given = [name for name, value in (("--epsilon", s.epsilon), ("--vocab", s.vocab))
+                 if value is not None]
+        raise AsrprivError("--mechanism laplace: missing " + " and ".join(missing)
+                           + (f" ({given[0]} was given)" if given else ""))
     eps = exact_fraction(str(s.epsilon), "--epsilon")
     sens = exact_fraction(str(s.sensitivity), "--sensitivity") if s.sensitivity is not None else None
     if s.seed is not None:

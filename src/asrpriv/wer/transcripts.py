@@ -26,18 +26,30 @@ class Normalizer:
     ``strip_punct``: remove Unicode punctuation (categories P*) from both edges of every word
     (inner punctuation such as ``i'm`` or ``well-known`` is kept); words that were only
     punctuation disappear.
+    ``drop``: tokens that are not words (:mod:`asrpriv.io.tokens`, ``--drop-tokens``),
+    removed before punctuation is stripped (``[noise]`` must not become ``noise``); matched
+    after case folding (give them folded, :meth:`with_drop` does).
     """
 
     lowercase: bool = True
     strip_punct: bool = False
+    drop: frozenset = frozenset()
+
+    def with_drop(self, tokens) -> "Normalizer":
+        """This normalizer also dropping ``tokens`` (case-folded as the words are)."""
+        folded = frozenset(t.lower() for t in tokens) if self.lowercase else frozenset(tokens)
+        return Normalizer(self.lowercase, self.strip_punct, folded)
 
     def signature(self) -> str:
-        return f"case:{'lc' if self.lowercase else 'mixed'}|strip:{'punct' if self.strip_punct else 'none'}"
+        sig = f"case:{'lc' if self.lowercase else 'mixed'}|strip:{'punct' if self.strip_punct else 'none'}"
+        return sig + (f"|drop:{len(self.drop)}" if self.drop else "")
 
     def line(self, text: str) -> str:
         return text.lower() if self.lowercase else text
 
     def words(self, words: list[str]) -> list[str]:
+        if self.drop:
+            words = [w for w in words if w not in self.drop]
         if not self.strip_punct:
             return words
         out = []

@@ -25,3 +25,47 @@ FORMATS: dict[str, str] = {
 def importer(name: str):
     """The module that reads format ``name`` (one of :data:`FORMATS`)."""
     return importlib.import_module(f"asrpriv.io.importers.{FORMATS[name]}")
+
+
+class _Discard:
+    """An output that keeps nothing (the checking pass)."""
+
+    def write(self, text: str) -> int:
+        return len(text)
+
+
+def import_nbest(source: str, path: str, output: str | None = "-", drop: frozenset[str] = frozenset(),
+                 ref_out: str | None = None, **options):
+    """The ``import-nbest`` step: read ``path`` in format ``source``, write our N-best TSV.
+
+    The whole input is read and checked first (a pass that writes nothing; not for ``-``,
+    stdin cannot be read twice), then written to ``output`` (``-``/None = stdout; a file is
+    atomic). A failure while writing to stdout ends the stream with
+    :data:`asrpriv.io.nbest.ABORT_MARKER`. ``drop``: tokens removed from every text.
+
+    Returns:
+        The :class:`~asrpriv.io.importers.common.NbestTable` written, with ``utterances``
+        set to the number of utterances and ``dropped`` to the tokens removed.
+    """
+    import contextlib
+
+    from asrpriv.io.importers.common import write_table
+    from asrpriv.io.nbest import abort_marker
+    from asrpriv.io.output import open_output
+
+    import os
+
+    if os.path.exists(path) and not os.path.isdir(path):  # read twice: never a FIFO
+        from asrpriv.io.lines import require_regular_file
+
+        require_regular_file(path, "an N-best file to import")
+    module = importer(source)
+    with contextlib.ExitStack() as stack:
+        if path != "-":
+            write_table(module.read(path, **{**options, "ref_out": None}), _Discard(), drop)
+        if ref_out is not None:
+            options["ref_out"] = stack.enter_context(open_output(ref_out))
+        table = module.read(path, **options)
+        with open_output(output) as out, abort_marker(out, output in (None, "-")) as marked:
+            table.utterances = write_table(table, marked, drop)
+    return table

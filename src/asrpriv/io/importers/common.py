@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import math
 from dataclasses import dataclass, field
 from typing import IO, Iterator
@@ -37,6 +38,12 @@ class NbestTable:
     score_columns: list[str]
     rows: Iterator[Row]
     extra_columns: list[str] = field(default_factory=list)
+    #: tokens dropped by :func:`write_table` (``--drop-tokens``)
+    dropped: int = 0
+    #: a note for stderr about what the layout did (e.g. scores it lacks)
+    note: str | None = None
+    #: utterances written (set by :func:`asrpriv.io.importers.import_nbest`)
+    utterances: int = 0
 
 
 def parse_float(text: str, path: str | None, line: int | None, what: str) -> float:
@@ -62,21 +69,29 @@ def check_id(utt_id: str, path: str | None, line: int | None) -> str:
     return utt_id
 
 
-def write_table(table: NbestTable, out: IO[str]) -> int:
+def write_table(table: NbestTable, out: IO[str], drop: frozenset[str] = frozenset()) -> int:
     """Write ``table`` as our N-best TSV; return the number of utterances.
 
     Checks while streaming: an utterance's rows are contiguous, its ranks unique, every row
     has every score column the table announced, every score is finite (FILE:LINE of the
     record otherwise). Rows are written in the order given (the TSV reader sorts each
-    utterance by rank).
+    utterance by rank). The first row is read (and so checked by the importer) before the
+    header goes out: input that is not what the importer reads fails with nothing written.
+    A failure later is marked by the caller (:func:`asrpriv.io.nbest.abort_marker`).
+    ``drop``: tokens removed from every text (:mod:`asrpriv.io.tokens`); their number is
+    :attr:`NbestTable.dropped` afterwards.
     """
     scores = [c for c in SCORE_COLUMNS if c in table.score_columns]
     columns = ["utt_id", "rank", *scores, "text", *table.extra_columns]
+    rows = iter(table.rows)
+    first = next(rows, None)
+    if first is None:
+        raise InputError(None, None, "no hypotheses found")
     out.write("\t".join(columns) + "\n")
     seen: set[str] = set()
     current: str | None = None
     ranks: set[int] = set()
-    for row in table.rows:
+    for row in itertools.chain([first], rows):
         path, line = row.where
         if row.utt_id != current:
             if row.utt_id in seen:
@@ -95,8 +110,12 @@ def write_table(table: NbestTable, out: IO[str]) -> int:
                 raise InputError(path, line, f"{c} {row.scores[c]} for utterance {row.utt_id!r} "
                                              f"rank {row.rank}: expected a finite score")
             values.append(format_number(row.scores[c]))
-        text = " ".join(row.text.split())
-        values.append(text)
+        words = row.text.split()
+        if drop:
+            kept = [w for w in words if w not in drop]
+            table.dropped += len(words) - len(kept)
+            words = kept
+        values.append(" ".join(words))
         values.extend(_clean(row.extra.get(c, ""), path, line, c) for c in table.extra_columns)
         out.write("\t".join(values) + "\n")
     if not seen:

@@ -8,6 +8,16 @@ a tensor repr such as ``tensor(-12.34)`` / ``tensor(-12.34, device='cuda:0')``).
 probabilities from ``log_softmax``) and length-bonus scores, natural log, higher is better.
 It becomes our ``score`` column; ranks come from the folder names.
 
+``asr.sh`` (egs2/TEMPLATE/asr1/asr.sh, espnet/espnet commit 004c30cf, "Stage 12: Decoding")
+splits the keys over ``inference_nj`` jobs (``utils/split_scp.pl``), runs
+``asr_inference --output_dir ${_dir}/logdir/output.JOB`` and then merges only
+``1best_recog`` into ``${_dir}``: the N-best lists stay per job under
+``${_dir}/logdir/output.J/{n}best_recog/``. PATH may be ``${_dir}`` (it has ``logdir/``),
+``logdir`` (it has ``output.1/``, ...), or one ``output.J``/decoding folder holding
+``1best_recog/``; job folders are merged in job order (an utterance in two jobs is an
+error). When ``${_dir}`` has ``logdir/output.*``, those are read (its own ``1best_recog``
+copy is only the 1-best).
+
 Utterances are written in the order of ``1best_recog/text``; an utterance may have fewer
 ranks than others (a rank folder without it). A rank folder holding an id that
 ``1best_recog`` lacks is an error. The folders are read whole (a few MB per thousand
@@ -62,7 +72,44 @@ def rank_dirs(path: str) -> list[tuple[int, str]]:
     return found
 
 
+_JOB_DIR = re.compile(r"^output\.([1-9][0-9]*)$")
+
+
+def job_dirs(path: str) -> list[str]:
+    """``output.J`` folders of asr.sh under ``path`` or ``path/logdir``, by job (empty if none)."""
+    for base in (os.path.join(path, "logdir"), path):
+        if not os.path.isdir(base):
+            continue
+        found = sorted((int(m.group(1)), os.path.join(base, n)) for n in os.listdir(base)
+                       if (m := _JOB_DIR.match(n)) and os.path.isdir(os.path.join(base, n)))
+        if found:
+            return [d for _j, d in found]
+    return []
+
+
 def read(path: str, **_ignored) -> NbestTable:
+    if not os.path.isdir(path):
+        raise AsrprivError(f"{path}: expected an ESPnet decoding directory holding 1best_recog/, "
+                           "2best_recog/, ... (or asr.sh's logdir/output.J/ job folders)")
+    jobs = job_dirs(path)
+    if not jobs:
+        return NbestTable(["score"], _rows(*_read_job(path)))
+    plans = [_read_job(d) for d in jobs]  # every job's tables checked before the first line
+    return NbestTable(["score"], _merged(plans))
+
+
+def _merged(plans) -> Iterator[Row]:
+    earlier: set[str] = set()
+    for order, ranks in plans:
+        for utt in order:
+            if utt in earlier:
+                raise InputError(ranks[0][1], ranks[0][2][utt][0],
+                                 f"utterance {utt!r} is also in an earlier job's output")
+        yield from _rows(order, ranks)
+        earlier.update(order)
+
+
+def _read_job(path: str):
     ranks = []
     for n, d in rank_dirs(path):
         text_path, score_path = os.path.join(d, "text"), os.path.join(d, "score")
@@ -79,7 +126,7 @@ def read(path: str, **_ignored) -> NbestTable:
             raise InputError(score_path, scores[key][0], f"utterance {key!r} has no text in {text_path}")
         for key in texts.keys() - known:
             raise InputError(text_path, texts[key][0], f"utterance {key!r} is not in 1best_recog/text")
-    return NbestTable(["score"], _rows(order, ranks))
+    return order, ranks
 
 
 def _rows(order, ranks) -> Iterator[Row]:

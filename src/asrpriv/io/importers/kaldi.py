@@ -38,6 +38,25 @@ costs, ``ac_cost`` = the acoustic costs, then mapped as above. Word 0 is epsilon
 integer ids looked up in ``--words`` (or words, if the archive went through ``int2sym.pl``).
 A lattice that branches is refused: run ``lattice-to-nbest`` first.
 
+Layouts of Kaldi's own N-best rescoring scripts (``scripts/rnnlm/lmrescore_nbest.sh`` and
+``egs/wsj/s5/steps/rnnlmrescore.sh``, kaldi-asr/kaldi at commit f4007661, 2025-07-22;
+``lmrescore_nbest.sh`` last changed in 48d2115e, 2020-01-29): stage 3 runs
+``nbest-to-linear`` into ``archives.J/{ali,words,lmwt.nolm,acwt}`` per job J, stage 4 writes
+``lmwt.withlm`` (graph costs with the first-pass LM), stage 5 ``words_text``
+(``int2sym.pl -f 2-``) and ``lmwt.lmonly`` (``withlm - nolm``). PATH may be such an
+``archives.J`` folder, or the decode folder holding ``archives.1``, ``archives.2``, ...
+(jobs merged in job order; an utterance in two jobs is an error). There ``words_text``
+(or ``words`` with ``--words``) is the text, ``acwt`` the acoustic cost and the graph cost
+is ``lmwt.withlm`` (else ``lmwt.nolm + lmwt.lmonly``), mapped as above.
+
+A folder with ``text`` and ``ac_cost`` but no ``lm_cost`` (``nbest-to-linear`` with
+``ark:/dev/null`` for the LM costs) gives ``am_score`` only: rescore it with an LM
+(``rescore-nbest --ngram/--nnlm``).
+
+A Kaldi *lattice* archive (a key without ``-N``, or a state with two arcs) and a binary
+archive are refused before anything is written: run ``lattice-to-nbest`` (and
+``lattice-copy ... ark,t:-``) first.
+
 The three tables are read in lockstep (``nbest-to-linear`` writes them in the same order),
 so memory does not grow with the input; a key that differs between them is an error.
 """
@@ -45,6 +64,7 @@ so memory does not grow with the input; a key that differs between them is an er
 from __future__ import annotations
 
 import os
+import re
 from typing import Iterator
 
 from asrpriv.errors import AsrprivError, InputError
@@ -92,12 +112,41 @@ def _cost(rec, path: str, what: str) -> tuple[str, float]:
     return key, parse_float(rest[0], path, lineno, what)
 
 
+#: the job folders of lmrescore_nbest.sh / rnnlmrescore.sh
+_NBEST_KEY = re.compile(r"^\S+-[1-9][0-9]*$")
+_JOB_DIR = re.compile(r"^archives\.([1-9][0-9]*)$")
+
+
+def _check_not_binary(path: str) -> None:
+    with open(path, "rb") as handle:
+        head = handle.read(4096)
+    if head[:2] == b"\x1f\x8b":
+        import gzip
+
+        with gzip.open(path, "rb") as handle:
+            head = handle.read(4096)
+    if b"\x00B" in head:
+        raise InputError(path, 1, "a binary Kaldi archive: write it in text form first "
+                                  "(lattice-to-nbest ... ark:- | lattice-copy ark:- ark,t:FILE)")
+
+
+def job_dirs(path: str) -> list[str]:
+    """``archives.J`` folders under ``path``, by job number (empty if none)."""
+    found = sorted((int(m.group(1)), os.path.join(path, n)) for n in os.listdir(path)
+                   if (m := _JOB_DIR.match(n)) and os.path.isdir(os.path.join(path, n)))
+    return [d for _j, d in found]
+
+
 def read(path: str, words: str | None = None, acoustic_scale: float = 1.0, **_ignored) -> NbestTable:
     if os.path.isfile(path):
+        _check_not_binary(path)
         symbols = read_symbols(words) if words is not None else None
         return NbestTable(["am_score", "lm_score"], _archive_rows(path, symbols, acoustic_scale))
     if not os.path.isdir(path):
         raise AsrprivError(f"{path}: expected a directory holding text (or words.int), ac_cost, lm_cost")
+    jobs = job_dirs(path)
+    if jobs or _is_archives_dir(path):
+        return _read_archives(jobs or [path], words, acoustic_scale)
     ac_path = os.path.join(path, "ac_cost")
     lm_path = os.path.join(path, "lm_cost")
     symbols = None
@@ -108,15 +157,70 @@ def read(path: str, words: str | None = None, acoustic_scale: float = 1.0, **_ig
         text_path = os.path.join(path, "text")
         if not os.path.exists(text_path) and os.path.exists(os.path.join(path, "words.int")):
             raise AsrprivError(f"{path}: has words.int but no text: give --words words.txt")
-    for p in (text_path, ac_path, lm_path):
+    for p in (text_path, ac_path):
         if not os.path.exists(p):
-            raise AsrprivError(f"{p}: no such file (a Kaldi N-best directory holds text, ac_cost, lm_cost)")
+            raise AsrprivError(f"{p}: no such file (a Kaldi N-best directory holds text, ac_cost, "
+                               "lm_cost; or archives.J/ folders of lmrescore_nbest.sh)")
+    if not os.path.exists(lm_path):
+        return NbestTable(["am_score"], _rows(text_path, ac_path, None, symbols, acoustic_scale),
+                          note=f"{path} has no lm_cost: am_score only (rescore with --ngram/--nnlm)")
     return NbestTable(["am_score", "lm_score"],
                       _rows(text_path, ac_path, lm_path, symbols, acoustic_scale))
 
 
+def _is_archives_dir(path: str) -> bool:
+    return os.path.exists(os.path.join(path, "acwt")) and (
+        os.path.exists(os.path.join(path, "words_text")) or os.path.exists(os.path.join(path, "words")))
+
+
+def _read_archives(dirs: list[str], words: str | None, acoustic_scale: float) -> NbestTable:
+    """The ``archives.J`` folders of lmrescore_nbest.sh, merged in job order."""
+    symbols = read_symbols(words) if words is not None else None
+    plans = []
+    for d in dirs:
+        text_path = os.path.join(d, "words" if symbols is not None else "words_text")
+        if not os.path.exists(text_path):
+            if symbols is None and os.path.exists(os.path.join(d, "words")):
+                raise AsrprivError(f"{d}: has words (integer ids) but no words_text: give --words words.txt")
+            raise AsrprivError(f"{text_path}: no such file (lmrescore_nbest.sh writes words and "
+                               "words_text in each archives.J folder)")
+        ac_path = os.path.join(d, "acwt")
+        if not os.path.exists(ac_path):
+            raise AsrprivError(f"{ac_path}: no such file (the acoustic costs of nbest-to-linear)")
+        withlm = os.path.join(d, "lmwt.withlm")
+        nolm, lmonly = os.path.join(d, "lmwt.nolm"), os.path.join(d, "lmwt.lmonly")
+        if os.path.exists(withlm):
+            lm_paths = [withlm]
+        elif os.path.exists(nolm) and os.path.exists(lmonly):
+            lm_paths = [nolm, lmonly]
+        else:
+            raise AsrprivError(f"{d}: no lmwt.withlm (nor lmwt.nolm and lmwt.lmonly): the graph "
+                               "costs with the first-pass LM are needed")
+        plans.append((text_path, ac_path, lm_paths))
+    return NbestTable(["am_score", "lm_score"], _job_rows(plans, symbols, acoustic_scale))
+
+
+def _job_rows(plans, symbols, acoustic_scale) -> Iterator[Row]:
+    earlier: set[str] = set()
+    for text_path, ac_path, lm_paths in plans:
+        this_job: set[str] = set()
+        for row in _rows(text_path, ac_path, lm_paths, symbols, acoustic_scale):
+            if row.utt_id not in this_job:
+                if row.utt_id in earlier:
+                    raise InputError(text_path, row.where[1], f"utterance {row.utt_id!r} is also in "
+                                                              "an earlier job's archives")
+                this_job.add(row.utt_id)
+            yield row
+        earlier |= this_job
+
+
 def _rows(text_path, ac_path, lm_path, symbols, acoustic_scale) -> Iterator[Row]:
-    texts, acs, lms = _records(text_path), _records(ac_path), _records(lm_path)
+    """Rows of tables read in lockstep; ``lm_path`` None (no graph costs), one path, or a list
+    of paths whose costs are summed (``lmwt.nolm`` + ``lmwt.lmonly``)."""
+    lm_paths = [] if lm_path is None else ([lm_path] if isinstance(lm_path, str) else list(lm_path))
+    streams = [(_records(ac_path), ac_path, "ac_cost" if ac_path.endswith("ac_cost") else "acwt")]
+    streams += [(_records(p), p, os.path.basename(p)) for p in lm_paths]
+    texts = _records(text_path)
     for rec in texts:
         lineno, key, toks = rec
         if symbols is not None:
@@ -127,7 +231,7 @@ def _rows(text_path, ac_path, lm_path, symbols, acoustic_scale) -> Iterator[Row]
         utt, n = split_key(key, text_path, lineno)
         check_id(utt, text_path, lineno)
         costs = []
-        for stream, p, what in ((acs, ac_path, "ac_cost"), (lms, lm_path, "lm_cost")):
+        for stream, p, what in streams:
             other = next(stream, None)
             if other is None:
                 raise InputError(p, None, f"ends before key {key!r} (line {lineno} of {text_path})")
@@ -136,9 +240,11 @@ def _rows(text_path, ac_path, lm_path, symbols, acoustic_scale) -> Iterator[Row]
                 raise InputError(p, other[0], f"key {okey!r} where {text_path}:{lineno} has {key!r} "
                                               "(the tables must list the same keys in the same order)")
             costs.append(cost)
-        yield Row(utt, n, " ".join(toks), {"am_score": -acoustic_scale * costs[0], "lm_score": -costs[1]},
-                  where=(text_path, lineno))
-    for stream, p in ((acs, ac_path), (lms, lm_path)):
+        scores = {"am_score": -acoustic_scale * costs[0]}
+        if lm_paths:
+            scores["lm_score"] = -sum(costs[1:])
+        yield Row(utt, n, " ".join(toks), scores, where=(text_path, lineno))
+    for stream, p, _what in streams:
         extra = next(stream, None)
         if extra is not None:
             raise InputError(p, extra[0], f"key {extra[1]!r} is not in {text_path}")
@@ -195,8 +301,12 @@ def _archive_rows(path: str, symbols, acoustic_scale: float) -> Iterator[Row]:
             continue
         if key is None:
             if len(fields) != 1:
-                raise InputError(path, lineno, "expected a key line (UTT-N) starting a lattice")
+                raise InputError(path, lineno, "expected a key line (UTT-N) starting an N-best path: "
+                                               "not a text-form lattice-to-nbest archive")
             key, start = fields[0], lineno
+            if not _NBEST_KEY.match(key):
+                raise InputError(path, lineno, f"key {key!r} is not UTT-N: a Kaldi lattice, not an "
+                                               "N-best archive (run lattice-to-nbest first)")
             continue
         if not fields[0].isdigit():
             raise InputError(path, lineno, f"expected a state number, got {fields[0]!r}")

@@ -1,8 +1,15 @@
 """SRILM native N-best lists: one file per utterance (``nbest-lattice``/``lattice-tool``).
 
-PATH is a directory of N-best files (every regular file, in name order) or a list file
+PATH is a directory of N-best files (every regular file, in name order), a list file
 naming them one per line (SRILM's ``-nbest-files``; a relative name is looked up from the
-current directory, then from the list file's directory). The utterance id is the file name
+current directory, then from the list file's directory), or one N-best file (``-nbest``).
+A file is one N-best list when its first non-blank line is a hypothesis (``NBestList1.0``/
+``NBestList2.0``, ``(bytelog) w ...``, or ``ac lm nwords w ...`` with three numbers), and
+a list file otherwise.
+
+Non-events: ``<s>``, ``</s>`` and ``-pau-`` are dropped from the words, as SRILM's LMs skip
+them (``--drop-tokens srilm`` is this format's default; :mod:`asrpriv.io.tokens` cites the
+SRILM code). Scores are kept as written (SRILM does not change them either). The utterance id is the file name
 without ``.gz`` and then without one extension (``sw_4390-A_0001.score.gz`` ->
 ``sw_4390-A_0001``), as SRILM's own scripts derive sentence ids. Rank = hypothesis order.
 Three hypothesis formats are read, as ``NBestHyp::parse`` (lm/src/NBest.cc) reads them:
@@ -51,14 +58,38 @@ def utt_id_of(path: str) -> str:
     return stem or name
 
 
+def looks_like_nbest(path: str) -> bool:
+    """True when the first non-blank line of ``path`` is an N-best hypothesis (or header)."""
+    for _lineno, line in iter_lines(path):
+        toks = line.split()
+        if not toks:
+            continue
+        if toks[0] in (MAGIC1, MAGIC2) or toks[0].startswith("("):
+            return True
+        if len(toks) >= 3 and toks[2].isdigit():
+            try:
+                float(toks[0])
+                float(toks[1])
+            except ValueError:
+                return False
+            return True
+        return False
+    return False
+
+
 def list_files(path: str) -> list[str]:
-    """The N-best files of a directory or a list file."""
+    """The N-best files of a directory, a list file, or ``[path]`` for one N-best file."""
+    if not os.path.exists(path):
+        raise AsrprivError(f"{path}: no such file or directory (an SRILM N-best file, a "
+                           "directory of them, or a list file naming them)")
     if os.path.isdir(path):
         files = sorted(os.path.join(path, n) for n in os.listdir(path)
                        if os.path.isfile(os.path.join(path, n)) and not n.startswith("."))
         if not files:
             raise AsrprivError(f"{path}: no N-best files in this directory")
         return files
+    if looks_like_nbest(path):
+        return [path]
     files = []
     base = os.path.dirname(os.path.abspath(path))
     for lineno, line in iter_lines(path):
@@ -68,7 +99,9 @@ def list_files(path: str) -> list[str]:
         if not os.path.exists(name) and not os.path.isabs(name) and os.path.exists(os.path.join(base, name)):
             name = os.path.join(base, name)
         if not os.path.isfile(name):
-            raise InputError(path, lineno, f"no such N-best file: {line.strip()}")
+            raise InputError(path, lineno, f"no such N-best file: {line.strip()} (PATH is read as a "
+                                           "list of N-best files: its first line is not an N-best "
+                                           "hypothesis 'ac lm nwords words...')")
         files.append(name)
     if not files:
         raise InputError(path, None, "empty list of N-best files")
