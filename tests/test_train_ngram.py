@@ -346,7 +346,9 @@ def test_cli_file_and_pipe_agree(tmp_path):
     assert result.stderr == ""
     piped = run_proc(["train-ngram", "-q"], input=SMALL, check=True)
     assert piped.stdout.decode() == out.read_text(encoding="utf-8")
-    assert piped.stdout.startswith(b"\n\\data\\\nngram 1=")
+    header, sep, _ = piped.stdout.partition(b"\n\\data\\\nngram 1=")
+    assert sep and all(line.startswith(b"#") for line in header.splitlines())  # privacy record only
+    assert b"#private_raw=" in header  # text not declared --public is private data
     assert kenlm.Model(str(out)).order == 3
     # Kaldi text with --ids gives the same model as the same words without ids
     kaldi = "".join(f"utt{i:05d} {line}" for i, line in enumerate(io.StringIO(SMALL)))

@@ -139,8 +139,8 @@ def rescore_nbest(ctx: click.Context, inputs, nnlm, ngram, class_files, ngram_we
             f"word_penalty={weights.word_penalty:g}")
     if nnlm:
         note += f"; NNLM OOV words (scored as <unk>): {stats.nnlm_oov}"
-    if rescorer.drop:
-        note += f"; non-word tokens dropped: {rescorer.dropped}"
+    if result.drop:
+        note += f"; non-word tokens dropped: {result.dropped}"
     info(note)
     if result.untuned:
         info(f"rescore-nbest: score and rank use untuned default weights (lm_weight="

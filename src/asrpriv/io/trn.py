@@ -22,4 +22,4 @@ def parse_trn_text(line: str, path: str | None, lineno: int) -> tuple[str, str]:
     utt_id = stripped[start + 1:-1].strip()
     if not utt_id or " " in utt_id:
         raise InputError(path, lineno, f"bad trn id {utt_id!r}")
-    return utt_id, stripped[:start].split()
+    return utt_id, stripped[:start]

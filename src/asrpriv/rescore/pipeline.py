@@ -352,6 +352,8 @@ class RescoreResult:
     layout: Layout | None
     factors_summary: str | None
     untuned: bool = False  # the default weights were used (no --weights, no weight given)
+    dropped: int = 0  # non-word tokens dropped (drop_tokens)
+    drop: frozenset = frozenset()
 
 
 def check_rescore_settings(s: RescoreSettings) -> None:
@@ -461,4 +463,5 @@ def rescore_nbest(s: RescoreSettings, verbose: bool = False, progress=None) -> R
     with open_output(s.output) as out, abort_marker(out, s.output in (None, "-")) as marked:
         stats = rescorer.run(inputs, marked, progress)
     return RescoreResult(stats, weights, rescorer.layout,
-                         factors.summary() if factors is not None else None, untuned)
+                         factors.summary() if factors is not None else None, untuned,
+                         rescorer.dropped, rescorer.drop)
