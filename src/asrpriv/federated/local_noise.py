@@ -20,7 +20,7 @@ def noise_delta_file(path: str, output: str, noise_multiplier: float, clip: floa
     Returns:
         ``(L2 norm before clipping, C)``.
     """
-    from asrpriv.federated.aggregate import _history, flat_add
+    from asrpriv.federated.round_inputs import history_of
     from asrpriv.nnlm.modelfile import read_model_file, save_model, vocab_and_config
 
     if not math.isfinite(noise_multiplier) or noise_multiplier < 0:
@@ -40,7 +40,7 @@ def noise_delta_file(path: str, output: str, noise_multiplier: float, clip: floa
         clip = float(recorded)
     if not math.isfinite(clip) or clip <= 0:
         raise AsrprivError("--clip must be finite and > 0")
-    history = _history(payload, path)
+    history = history_of(payload, path)
     if history.seeded and not allow_seeded:
         raise AsrprivError(f"{path} carries seeded test noise, which is NOT private; pass "
                            "--allow-seeded-test-noise if this is a test")
@@ -49,10 +49,10 @@ def noise_delta_file(path: str, output: str, noise_multiplier: float, clip: floa
              if k not in ("format", "format_version", "kind", "config", "vocab", "state_dict",
                           "privacy_history", "seeded", "clip_l2")}
     if noise_multiplier > 0:
-        history = flat_add(history, Release(new_release_id(), "gaussian", "client",
-                                            {"noise_multiplier": float(noise_multiplier),
-                                             "sensitivity_l2": float(clip), "sample_rate": 1.0,
-                                             "rounds": 1}, seeded=seed is not None))
+        history = history.add(Release(new_release_id(), "gaussian", "client",
+                                      {"noise_multiplier": float(noise_multiplier),
+                                       "sensitivity_l2": float(clip), "sample_rate": 1.0,
+                                       "rounds": 1}, seeded=seed is not None), flat=True)
     if history.releases:
         extra["privacy_history"] = history.to_json()
     if history.seeded:

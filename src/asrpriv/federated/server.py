@@ -76,40 +76,34 @@ def fedavg_step(theta, delta, lr: float):
     return (theta.to(torch.float64) - lr * delta.to(torch.float64)).to(theta.dtype)
 
 
-def fedadam_moments(delta, m, v, beta1: float, beta2: float):
-    """Paper 001 Eq. 6-7 (moments): ``(b1 m + (1-b1) D, b2 v + (1-b2) D^2)`` in m's dtype."""
-    import torch
-
-    d = delta.to(torch.float64)
-    m64 = beta1 * m.to(torch.float64) + (1.0 - beta1) * d
-    v64 = beta2 * v.to(torch.float64) + (1.0 - beta2) * d * d
-    return m64.to(m.dtype), v64.to(v.dtype)
-
-
-def fedadam_apply(theta, m, v, t: int, lr: float, beta1: float, beta2: float, eps: float):
-    """Paper 001 Eq. 6-8 (step): ``theta - lr * m_hat / sqrt(v_hat + eps)``, bias correction
-    ``m_hat = m / (1 - b1^t)``, ``v_hat = v / (1 - b2^t)`` with t >= 1; eps inside the root."""
-    import torch
-
-    if t < 1:
-        raise ValueError("t starts at 1")
-    m_hat = m.to(torch.float64) / (1.0 - beta1 ** t)
-    v_hat = v.to(torch.float64) / (1.0 - beta2 ** t)
-    return (theta.to(torch.float64) - lr * m_hat / torch.sqrt(v_hat + eps)).to(theta.dtype)
-
-
 def fedadam_step(theta, delta, m, v, t: int, lr: float, beta1: float, beta2: float,
                  eps: float):
-    """One FedAdam step on one tensor (paper 001 Eq. 6-8); returns ``(theta, m, v)``.
+    """One FedAdam step (paper 001 Eq. 6-8) on one tensor; returns ``(theta, m, v)``.
+
+    This is the only place where the FedAdam update is computed (the server step runs it on
+    slices of every parameter, :func:`server_update_`)::
+
+        m_t = b1 m + (1 - b1) D,  v_t = b2 v + (1 - b2) D^2     (stored in m's, v's dtype)
+        theta - lr * m_hat / sqrt(v_hat + eps),  m_hat = m_t / (1 - b1^t),  v_hat = v_t / (1 - b2^t)
 
     Args:
         theta: the parameter; delta: its aggregate Delta_t; m, v: the moments after round
             t - 1 (zeros at t = 1); t: this round's number (1 in the first round).
 
-    The new moments are stored in the parameters' dtype, and the step reads them as stored.
+    Float64 math; the new moments are stored in their dtype, and the step reads them as
+    stored (so a state file read back gives the same next step).
     """
-    m_new, v_new = fedadam_moments(delta, m, v, beta1, beta2)
-    return fedadam_apply(theta, m_new, v_new, t, lr, beta1, beta2, eps), m_new, v_new
+    import torch
+
+    if t < 1:
+        raise ValueError("t starts at 1")
+    d = delta.to(torch.float64)
+    m_new = (beta1 * m.to(torch.float64) + (1.0 - beta1) * d).to(m.dtype)
+    v_new = (beta2 * v.to(torch.float64) + (1.0 - beta2) * d * d).to(v.dtype)
+    m_hat = m_new.to(torch.float64) / (1.0 - beta1 ** t)
+    v_hat = v_new.to(torch.float64) / (1.0 - beta2 ** t)
+    return ((theta.to(torch.float64) - lr * m_hat / torch.sqrt(v_hat + eps)).to(theta.dtype),
+            m_new, v_new)
 
 
 def check_hparams(server: str, hparams: dict) -> dict:
@@ -137,6 +131,44 @@ def check_hparams(server: str, hparams: dict) -> dict:
 
 def read_state(path: str, server: str) -> ServerState:
     """Read and validate a state file; any defect is an :class:`InputError` (exit 2)."""
+    state = _load_state(path, server, "cpu")
+    for key, moments in (("m", state.m), ("v", state.v)):
+        for name, tensor in moments.items():
+            check_moment(path, key, name, tensor)
+    state.m = {name: tensor.contiguous() for name, tensor in state.m.items()}
+    state.v = {name: tensor.contiguous() for name, tensor in state.v.items()}
+    return state
+
+
+def open_state(path: str, server: str):
+    """:func:`read_state` with the moments read on demand: ``(state, file)``, ``state.m`` and
+    ``state.v`` holding the tensors of ``file`` (an :class:`asrpriv.io.torchfile.TorchFile`);
+    read one with ``check_moment(path, key, name, file.read(tensor))``. Close the file."""
+    from asrpriv.io.torchfile import TorchFile
+
+    holder = {}
+
+    def load(where: str):
+        holder["state"] = _load_state(path, server, where)
+        return holder["state"]
+
+    file = TorchFile.open(path, load)
+    return holder["state"], file
+
+
+def check_moment(path: str, key: str, name: str, tensor):
+    """Refuse a moment that holds NaN or inf, or a negative second moment; returns it."""
+    import torch
+
+    if tensor.is_floating_point() and not bool(torch.isfinite(tensor).all()):
+        raise InputError(path, None, f"moment {key}[{name}] holds NaN or inf")
+    if key == "v" and tensor.is_floating_point() and bool((tensor < 0).any()):
+        raise InputError(path, None, f"second moment v[{name}] is negative")
+    return tensor
+
+
+def _load_state(path: str, server: str, map_location: str) -> ServerState:
+    """The state file's layout checked (not its values: :func:`check_moment`)."""
     import warnings
 
     import torch
@@ -144,7 +176,7 @@ def read_state(path: str, server: str) -> ServerState:
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            obj = torch.load(path, map_location="cpu", weights_only=True)
+            obj = torch.load(path, map_location=map_location, weights_only=True)
     except (FileNotFoundError, IsADirectoryError, PermissionError):
         raise
     except (pickle.UnpicklingError, RuntimeError, EOFError, ValueError, OSError,
@@ -166,22 +198,13 @@ def read_state(path: str, server: str) -> ServerState:
     hparams = obj.get("hparams")
     if not isinstance(hparams, dict):
         raise InputError(path, None, "missing hparams")
-    moments = []
     for key in ("m", "v"):
         value = obj.get(key)
         if not isinstance(value, dict) or not all(isinstance(x, torch.Tensor) for x in value.values()):
             raise InputError(path, None, f"bad moment {key!r} (expected a dict of tensors)")
-        for name, tensor in value.items():
-            if tensor.is_floating_point() and not bool(torch.isfinite(tensor).all()):
-                raise InputError(path, None, f"moment {key}[{name}] holds NaN or inf")
-        moments.append({name: tensor.contiguous() for name, tensor in value.items()})
-    if server == "fedadam" and t > 0 and moments[0].keys() != moments[1].keys():
+    if server == "fedadam" and t > 0 and obj["m"].keys() != obj["v"].keys():
         raise InputError(path, None, "moments m and v name different parameters")
-    if server == "fedadam" and t > 0:
-        bad = [n for n, x in moments[1].items() if x.is_floating_point() and bool((x < 0).any())]
-        if bad:
-            raise InputError(path, None, f"second moment v[{bad[0]}] is negative")
-    return ServerState(server, t, fp, dict(hparams), moments[0], moments[1])
+    return ServerState(server, t, fp, dict(hparams), dict(obj["m"]), dict(obj["v"]))
 
 
 def write_state(path: str, state: ServerState) -> None:
@@ -200,37 +223,77 @@ def write_state(path: str, state: ServerState) -> None:
 STEP_CHUNK = 1 << 18
 
 
-def _slices(n: int):
-    for start in range(0, n, STEP_CHUNK):
-        yield slice(start, start + STEP_CHUNK)
-
-
-def moments_update_(delta, m, v, beta1: float, beta2: float) -> None:
-    """:func:`fedadam_moments` in place on m and v, by flat slices of :data:`STEP_CHUNK`."""
-    flat_d, flat_m, flat_v = delta.view(-1), m.view(-1), v.view(-1)
-    for part in _slices(flat_d.numel()):
-        flat_m[part], flat_v[part] = fedadam_moments(flat_d[part], flat_m[part], flat_v[part],
-                                                     beta1, beta2)
-
-
-def theta_update_(server: str, theta, t: int, hparams: dict, delta=None, m=None, v=None) -> None:
-    """The new parameter in place: FedAvg from ``delta``, FedAdam from the updated ``m``, ``v``
-    (:func:`fedadam_apply`), by flat slices of :data:`STEP_CHUNK` (small float64 temporaries)."""
-    flat_t = theta.view(-1)
+def server_update_(server: str, theta, delta, m, v, t: int, hparams: dict) -> None:
+    """One server step in place on one tensor (and its moments): exactly :func:`fedavg_step`
+    or :func:`fedadam_step`, by flat slices of :data:`STEP_CHUNK` (small float64 temporaries).
+    ``m``, ``v`` are None for FedAvg."""
+    flat_t, flat_d = theta.view(-1), delta.view(-1)
     if server == "fedavg":
-        flat_d = delta.view(-1)
         for part in _slices(flat_t.numel()):
             flat_t[part] = fedavg_step(flat_t[part], flat_d[part], hparams["lr"])
         return
     flat_m, flat_v = m.view(-1), v.view(-1)
     for part in _slices(flat_t.numel()):
-        flat_t[part] = fedadam_apply(flat_t[part], flat_m[part], flat_v[part], t, hparams["lr"],
-                                     hparams["beta1"], hparams["beta2"], hparams["eps"])
+        flat_t[part], flat_m[part], flat_v[part] = fedadam_step(
+            flat_t[part], flat_d[part], flat_m[part], flat_v[part], t, hparams["lr"],
+            hparams["beta1"], hparams["beta2"], hparams["eps"])
 
 
-def server_update_(server: str, theta, delta, m, v, t: int, hparams: dict) -> None:
-    """One server step in place on one tensor (and its moments): exactly :func:`fedavg_step`
-    or :func:`fedadam_step`, slice by slice."""
-    if server == "fedadam":
-        moments_update_(delta, m, v, hparams["beta1"], hparams["beta2"])
-    theta_update_(server, theta, t, hparams, delta, m, v)
+def _slices(n: int):
+    for start in range(0, n, STEP_CHUNK):
+        yield slice(start, start + STEP_CHUNK)
+
+
+def step_model(ref, delta_t: dict, server: str, hparams: dict, state: ServerState,
+               moments=None) -> tuple[dict, dict, dict]:
+    """The server optimizer on the whole model: theta_{t+1} and the new moments.
+
+    Args:
+        ref: the round's :class:`asrpriv.federated.round_inputs.ModelRef`; theta is read from
+            its open file a parameter at a time, and fingerprinted again (it must be the model
+            the deltas were checked against).
+        delta_t: parameter name -> Delta_t (floating parameters); emptied as it is used.
+        server, hparams: the optimizer and its checked hyper-parameters.
+        state: the previous round's state (t = 0: none); with FedAdam and t > 0, its ``m``
+            and ``v`` are the meta tensors of ``moments`` (:func:`open_state`), read here.
+
+    Returns:
+        ``(theta, m, v)``: the new parameters in the model's order, the new moments in the
+        state file's order (empty for FedAvg). Parameters are done one at a time
+        (:func:`server_update_`), so at most theta, m and v of the parameters done and
+        Delta_t of the others are in memory: three models' worth.
+    """
+    import torch
+
+    from asrpriv.errors import AsrprivError
+    from asrpriv.federated.fingerprint import Fingerprint
+    from asrpriv.federated.round_inputs import all_finite
+
+    t, adam = state.t + 1, server == "fedadam"
+    floating = [name for name, spec in ref.specs.items() if spec.floating]
+    theta = dict.fromkeys(ref.specs)
+    m_new = dict.fromkeys(state.m if state.t else floating) if adam else {}
+    v_new = dict.fromkeys(state.v if state.t else floating) if adam else {}
+    again = Fingerprint(ref.config, ref.vocab.words)
+    for name in sorted(ref.specs):
+        tensor = theta[name] = ref.tensor(name)
+        again.tensor(name, tensor)
+        again.update(tensor)
+        if not ref.specs[name].floating:
+            continue
+        delta = delta_t.pop(name)
+        m = v = None
+        if adam and state.t:
+            m = check_moment(moments.path, "m", name, moments.read(state.m[name]))
+            v = check_moment(moments.path, "v", name, moments.read(state.v[name]))
+        elif adam:
+            m, v = torch.zeros_like(delta), torch.zeros_like(delta)
+        server_update_(server, tensor, delta, m, v, t, hparams)
+        del delta
+        if adam:
+            m_new[name], v_new[name] = m, v
+        if not all_finite(tensor):
+            raise AsrprivError(f"the update made parameter {name} non-finite (lr too large?)")
+    if again.hexdigest() != ref.fingerprint:
+        raise AsrprivError(f"{ref.path} changed while the round ran")
+    return theta, m_new, v_new

@@ -34,13 +34,31 @@ FORMAT = "asrpriv-nnlm"
 FORMAT_VERSION = 1
 KINDS = ("model", "delta")
 
-__all__ = ["load_model", "save_model", "build_model", "read_model_file", "save_delta",
-           "is_model_file", "FORMAT", "FORMAT_VERSION"]
+__all__ = ["load_model", "save_model", "build_model", "read_model_file", "open_model_file",
+           "save_delta", "is_model_file", "FORMAT", "FORMAT_VERSION"]
 
 
 def _plain_state(state_dict: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
-    # detach, move to CPU and own the storage (no views into a larger tensor, no grads)
-    return {k: v.detach().to("cpu").clone().contiguous() for k, v in state_dict.items()}
+    """Detached CPU tensors that own their storage (no views into a larger tensor, no grads).
+
+    A tensor that already is one, and shares its storage with no other entry, is kept as it
+    is: a copy would write the same bytes, and cost one model's worth of memory at the end
+    of a server round (where the moments are in memory too).
+    """
+    plain, seen = {}, set()
+    for name, tensor in state_dict.items():
+        if not (_owns_storage(tensor) and tensor.untyped_storage().data_ptr() not in seen):
+            tensor = tensor.detach().to("cpu").clone().contiguous()
+        seen.add(tensor.untyped_storage().data_ptr())
+        plain[name] = tensor
+    return plain
+
+
+def _owns_storage(tensor: torch.Tensor) -> bool:
+    return (type(tensor) is torch.Tensor and tensor.device.type == "cpu"
+            and not tensor.requires_grad and tensor.is_contiguous() and tensor.numel() > 0
+            and tensor.storage_offset() == 0 and not tensor.is_conj() and not tensor.is_neg()
+            and tensor.untyped_storage().nbytes() == tensor.numel() * tensor.element_size())
 
 
 def save_model(path: str, model_or_state: Any, vocab: Vocabulary, config: dict,
@@ -132,13 +150,35 @@ def read_model_file(path: str) -> dict:
         AsrprivError: the file would need code to unpickle (refused), is not a torch file,
             or does not have the asrpriv layout.
     """
+    payload = _load_payload(path, "cpu")
+    for name, tensor in payload["state_dict"].items():
+        if tensor.is_floating_point() and not bool(torch.isfinite(tensor).all()):
+            raise InputError(path, None, f"state dict entry {name!r} holds NaN or infinite values")
+    return payload
+
+
+def open_model_file(path: str):
+    """A model or delta file validated like :func:`read_model_file`, its tensors read on demand.
+
+    Returns an :class:`asrpriv.io.torchfile.TorchFile` whose ``obj`` is the payload with
+    ``meta`` tensors (shapes and dtypes; their values come from ``read``/``slices``), so that
+    a file is streamed without a second copy. The values are NOT checked for NaN or inf here:
+    the caller checks what it reads. Close it (or use it as a context manager).
+    """
+    from asrpriv.io.torchfile import TorchFile
+
+    return TorchFile.open(path, lambda where: _load_payload(path, where))
+
+
+def _load_payload(path: str, map_location: str) -> dict:
+    """``torch.load(weights_only=True)`` and the layout checks; one-line errors for bad files."""
     import warnings
 
     _refuse_other_formats(path)
     try:
         with warnings.catch_warnings():  # e.g. "Detected pickle protocol 4": noise on stderr
             warnings.simplefilter("ignore")
-            payload = torch.load(path, map_location="cpu", weights_only=True)
+            payload = torch.load(path, map_location=map_location, weights_only=True)
     except (FileNotFoundError, IsADirectoryError, PermissionError):
         raise
     except pickle.UnpicklingError as err:
@@ -164,8 +204,6 @@ def read_model_file(path: str) -> dict:
     for name, tensor in payload["state_dict"].items():
         if not isinstance(tensor, torch.Tensor):
             raise InputError(path, None, f"state dict entry {name!r} is not a tensor")
-        if tensor.is_floating_point() and not bool(torch.isfinite(tensor).all()):
-            raise InputError(path, None, f"state dict entry {name!r} holds NaN or infinite values")
     return payload
 
 

@@ -186,6 +186,20 @@ def _remap(tree: Tree, mapping: dict[int, int | None]) -> Tree | None:
     return (kind, tuple(kept))
 
 
+def _flat_seq(tree: Tree | None) -> Tree | None:
+    """``tree`` with every ``seq`` child of a ``seq`` node spliced into its parent."""
+    if tree is None or isinstance(tree, int):
+        return tree
+    kind, children = tree
+    flat: list = []
+    for child in (_flat_seq(c) for c in children):
+        if kind == "seq" and isinstance(child, tuple) and child[0] == "seq":
+            flat.extend(child[1])
+        else:
+            flat.append(child)
+    return (kind, tuple(flat))
+
+
 def _leaves(tree: Tree) -> list[int]:
     if isinstance(tree, int):
         return [tree]
@@ -259,9 +273,16 @@ class History:
     def release_ids(self) -> set[str]:
         return {r.release_id for r in self.releases}
 
-    def add(self, release: Release) -> "History":
-        """This history, then ``release`` (sequential composition)."""
-        return History.combine([self, History((release,), 0)], disjoint=False)
+    def add(self, release: Release, flat: bool = False) -> "History":
+        """This history, then ``release`` (sequential composition).
+
+        ``flat=True`` also splices every ``seq`` node nested in a ``seq`` into its parent, so
+        that a chain of rounds stays one flat ``seq`` node (else each call nests one level,
+        and a history more than 64 levels deep is refused when read back). Sequential
+        composition is associative: the accounting is the same.
+        """
+        combined = History.combine([self, History((release,), 0)], disjoint=False)
+        return History(combined.releases, _flat_seq(combined.tree)) if flat else combined
 
     @classmethod
     def combine(cls, histories: list["History"], disjoint: bool) -> "History":
