@@ -4,13 +4,14 @@
    against the model (:mod:`asrpriv.federated.round_inputs`);
 2. **privatize** (:mod:`asrpriv.federated.privatize`): client-level DP (clip factors, Gaussian
    noise on S, the history's release) and the division: the released aggregate Delta_t;
-3. **server optimizer** (:func:`asrpriv.federated.server.step_model`): FedAvg or FedAdam
-   (paper 001 Eq. 5-8) a parameter at a time;
+3. **server optimizer** (:class:`asrpriv.federated.server.ModelStep`): FedAvg or FedAdam
+   (paper 001 Eq. 5-8; the update itself is :func:`asrpriv.federated.server.fedadam_step`),
+   a slice at a time;
 4. **write**: the new model, then the server state (:func:`write_round`).
 
 Memory (float32 parameters): the float64 sum S, two models' worth, and one slice of one
-delta while summing; then at most three models' worth (theta, m, v, and Delta_t of the
-parameters not yet done) while the optimizer runs and the files are written.
+delta while summing; then Delta_t (FedAvg: and theta), or for FedAdam, with Delta_t in a
+temporary file, m and v, then theta: never more than two models' worth.
 """
 
 from __future__ import annotations
@@ -18,12 +19,14 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 
+from asrpriv.allocator import release_freed_memory
 from asrpriv.errors import AsrprivError, InputError
 from asrpriv.federated.delta_sum import weighted_sum
 from asrpriv.federated.privatize import Bounds, DpSettings, Privatized, privatize
 from asrpriv.federated.round_inputs import ModelRef, expand_deltas
 from asrpriv.federated.round_inputs import history_of as _history  # noqa: F401 (privacy-report)
-from asrpriv.federated.server import ServerState, check_hparams, open_state, step_model, write_state
+from asrpriv.federated.server import (ModelStep, ServerState, check_hparams, open_state,
+                                      state_payload, write_state)
 from asrpriv.privacy.history import History, Release
 
 __all__ = ["DpSettings", "RoundReport", "expand_deltas", "run_round", "flat_add", "write_round"]
@@ -83,7 +86,7 @@ def run_round(model_path: str, delta_args: list[str], output: str, server: str,
     hp = _check_settings(server, hparams, state_path, dp)
     sources = _sources(delta_args, deltas, dp)
     ref = ModelRef(model_path)
-    moments = None
+    moments = delta = None
     try:
         state, moments = _previous_state(state_path, server, hp, ref, model_path)
         bounds = Bounds(dp) if dp.active else None
@@ -93,39 +96,63 @@ def run_round(model_path: str, delta_args: list[str], output: str, server: str,
         step = privatize(total.acc, dtypes, dp, history, total.total_weight, seed)  # 2.
         report = RoundReport(total.deltas, total.total_weight, step.denominator, step.noise_std,
                              bounds.clipped_here if bounds else 0,
-                             bounds.unclipped_by_client if bounds else 0,
+                             bounds.unclipped_by_client if bounds else 0, t=state.t + 1,
                              release=step.release, seeded=step.history.seeded,
                              files=[label for label, _ in sources])
+        del total
         if aggregate_out:
             _write_aggregate(aggregate_out, ref, step)
-        theta, m, v = step_model(ref, step.delta, server, hp, state, moments)    # 3. optimizer
+        delta = _delta_t(step, server, output)
+        optimizer = ModelStep(ref, delta, server, hp, state, moments)             # 3.
+        report.fingerprint = write_round(output, state_path, optimizer, dp,      # 4. write
+                                         step.history)
     finally:
-        ref.close()
-        if moments is not None:
-            moments.close()
-    report.t = state.t + 1
-    report.fingerprint = write_round(output, state_path, ref, theta, m, v, server, hp, report.t,
-                                     dp, step.history)                          # 4. write
+        for file in (ref, moments, delta):
+            if file is not None:
+                file.close()
+        if delta is not None and server == "fedadam":
+            os.unlink(delta.path)  # the temporary file of Delta_t
     return report
 
 
-def write_round(output: str, state_path: str | None, ref: ModelRef, theta: dict, m: dict,
-                v: dict, server: str, hp: dict, t: int, dp: DpSettings, history: History) -> str:
-    """Write the new model (round metadata, privacy history), then the server state; returns
-    the new model's fingerprint (recorded in the state: the next round's --model)."""
-    from asrpriv.federated.fingerprint import model_fingerprint
-    from asrpriv.nnlm.modelfile import save_model
+def write_round(output: str, state_path: str | None, optimizer: ModelStep, dp: DpSettings,
+                history: History) -> str:
+    """Run the server optimizer and write the new model (round metadata, privacy history),
+    then the server state; returns the new model's fingerprint (recorded in the state: the
+    next round's --model).
 
-    fingerprint = model_fingerprint(ref.config, ref.vocab.words, theta)
+    FedAdam in two passes, so that theta, m and v are never in memory together: the moments
+    first, into the state's temporary file (renamed only after the model is written), then
+    theta, into the model file.
+    """
+    from asrpriv.io.output import atomic_path
+    from asrpriv.nnlm.modelfile import dump_payload, save_model
+
+    ref, server, hp, t = optimizer.ref, optimizer.server, optimizer.hparams, optimizer.t
     round_meta = {"server": server, "round": t, **{k: float(x) for k, x in hp.items()}}
     if dp.active:
         round_meta.update({"noise_multiplier": float(dp.noise_multiplier or 0.0),
                            "clip_l2": float(dp.clip), "denominator": float(dp.denominator),
                            "weight_cap": dp.weight_cap, "sample_rate": dp.sample_rate})
-    save_model(output, theta, ref.vocab, ref.config, federated_round=round_meta,
-               **_history_extra(history))
-    if state_path:
-        write_state(state_path, ServerState(server, t, fingerprint, hp, m, v))
+
+    def write_model() -> str:
+        theta, _, _, fingerprint = optimizer.run(keep_theta=True, keep_moments=False)
+        save_model(output, theta, ref.vocab, ref.config, federated_round=round_meta,
+                   **_history_extra(history))
+        return fingerprint
+
+    if server != "fedadam":
+        fingerprint = write_model()
+        if state_path:
+            write_state(state_path, ServerState(server, t, fingerprint, hp))
+        return fingerprint
+    _, m, v, fingerprint = optimizer.run(keep_theta=False, keep_moments=True)
+    with atomic_path(state_path) as tmp:
+        dump_payload(tmp, state_payload(ServerState(server, t, fingerprint, hp, m, v)))
+        del m, v
+        release_freed_memory()
+        if write_model() != fingerprint:
+            raise AsrprivError("the server step gave two different models (internal error)")
     return fingerprint
 
 
@@ -196,6 +223,36 @@ def _history_extra(history: History) -> dict:
     if history.seeded:
         extra["seeded"] = True
     return extra
+
+
+def _delta_t(step: Privatized, server: str, output: str):
+    """Delta_t as the optimizer reads it: in memory for FedAvg; for FedAdam written to a
+    temporary file beside ``output`` (removed by the caller) and freed, so that the two
+    passes of :func:`write_round` hold the moments or theta, not Delta_t as well."""
+    import tempfile
+
+    from asrpriv.io.torchfile import TorchFile
+    from asrpriv.nnlm.modelfile import dump_payload
+
+    if server != "fedadam":
+        return TorchFile.in_memory("Delta_t", step.delta)
+    fd, path = tempfile.mkstemp(prefix=f".{os.path.basename(output)}.", suffix=".delta.tmp",
+                                dir=os.path.dirname(os.path.abspath(output)))
+    os.close(fd)
+    try:
+        dump_payload(path, step.delta)
+        step.delta.clear()
+        release_freed_memory()
+        return TorchFile.open(path, lambda where: _load_plain(path, where))
+    except BaseException:
+        os.unlink(path)
+        raise
+
+
+def _load_plain(path: str, map_location: str) -> dict:
+    import torch
+
+    return torch.load(path, map_location=map_location, weights_only=True)
 
 
 def _write_aggregate(path: str, ref: ModelRef, step: Privatized) -> None:

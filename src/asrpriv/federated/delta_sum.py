@@ -17,6 +17,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+from asrpriv.allocator import release_freed_memory
 from asrpriv.errors import InputError
 from asrpriv.federated.clip import NORM_CHUNK, norm_of_slices
 from asrpriv.federated.round_inputs import (SLICE, all_finite, check_finite, history_of,
@@ -72,6 +73,7 @@ def weighted_sum(ref, sources, bounds=None, progress=None) -> DeltaSum:
                 _add(total.acc, delta, tensors, bounds.scale(weight, norm, recorded_clip(payload)))
         total.total_weight += weight
         total.deltas += 1
+        release_freed_memory()  # this delta's buffers: no heap holes kept resident
         if meter:
             meter.update(1)
     if meter:

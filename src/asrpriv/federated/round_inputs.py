@@ -85,7 +85,7 @@ class Spec:
 class ModelRef:
     """The model the round starts from: what every delta must match.
 
-    Opens ``path`` (kept open until :meth:`close`, so that the update reads the same file),
+    Opens ``path`` (kept open until :meth:`close`: the optimizer reads theta from ``file``),
     checks every value is finite and fingerprints it, streamed in slices.
     """
 
@@ -122,10 +122,6 @@ class ModelRef:
                     raise InputError(path, None, f"parameter {name} holds NaN or inf")
                 fingerprint.update(part)
         self.fingerprint = fingerprint.hexdigest()
-
-    def tensor(self, name: str):
-        """Parameter ``name`` read from the file again (a new tensor)."""
-        return self.file.read(self.file.obj["state_dict"][name])
 
     def close(self) -> None:
         self.file.close()

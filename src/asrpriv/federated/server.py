@@ -209,18 +209,22 @@ def _load_state(path: str, server: str, map_location: str) -> ServerState:
 
 def write_state(path: str, state: ServerState) -> None:
     """Write a state file atomically (temp file beside it, then rename)."""
-    obj = {"format": STATE_FORMAT, "format_version": STATE_VERSION, "server": state.server,
-           "t": int(state.t), "model_fingerprint": state.model_fingerprint,
-           "hparams": dict(state.hparams),
-           "m": {k: v.detach().cpu().contiguous() for k, v in state.m.items()},
-           "v": {k: v.detach().cpu().contiguous() for k, v in state.v.items()}}
     from asrpriv.nnlm.modelfile import write_payload
 
-    write_payload(path, obj)  # byte-reproducible (no temporary file name inside the archive)
+    write_payload(path, state_payload(state))  # byte-reproducible (no temporary name inside)
+
+
+def state_payload(state: ServerState) -> dict:
+    """What a state file holds (see the module docstring)."""
+    return {"format": STATE_FORMAT, "format_version": STATE_VERSION, "server": state.server,
+            "t": int(state.t), "model_fingerprint": state.model_fingerprint,
+            "hparams": dict(state.hparams),
+            "m": {k: v.detach().cpu().contiguous() for k, v in state.m.items()},
+            "v": {k: v.detach().cpu().contiguous() for k, v in state.v.items()}}
 
 
 #: coordinates per slice of the in-place update (bounds the float64 temporaries)
-STEP_CHUNK = 1 << 18
+STEP_CHUNK = 1 << 14
 
 
 def server_update_(server: str, theta, delta, m, v, t: int, hparams: dict) -> None:
@@ -244,56 +248,99 @@ def _slices(n: int):
         yield slice(start, start + STEP_CHUNK)
 
 
-def step_model(ref, delta_t: dict, server: str, hparams: dict, state: ServerState,
-               moments=None) -> tuple[dict, dict, dict]:
-    """The server optimizer on the whole model: theta_{t+1} and the new moments.
+class ModelStep:
+    """The server optimizer on a whole model, a slice of :data:`STEP_CHUNK` values at a time.
 
-    Args:
-        ref: the round's :class:`asrpriv.federated.round_inputs.ModelRef`; theta is read from
-            its open file a parameter at a time, and fingerprinted again (it must be the model
-            the deltas were checked against).
-        delta_t: parameter name -> Delta_t (floating parameters); emptied as it is used.
-        server, hparams: the optimizer and its checked hyper-parameters.
-        state: the previous round's state (t = 0: none); with FedAdam and t > 0, its ``m``
-            and ``v`` are the meta tensors of ``moments`` (:func:`open_state`), read here.
-
-    Returns:
-        ``(theta, m, v)``: the new parameters in the model's order, the new moments in the
-        state file's order (empty for FedAvg). Parameters are done one at a time
-        (:func:`server_update_`), so at most theta, m and v of the parameters done and
-        Delta_t of the others are in memory: three models' worth.
+    Every input is streamed: theta from the round's model file (``ref``, an
+    :class:`asrpriv.federated.round_inputs.ModelRef`, whose fingerprint is checked again on
+    the way), Delta_t from ``delta`` (an :class:`asrpriv.io.torchfile.TorchFile` whose ``obj``
+    maps names to tensors), FedAdam's previous moments from ``moments`` (the state's file,
+    :func:`open_state`; zeros in round 1); each slice goes through :func:`server_update_`.
+    :meth:`run` keeps what the caller asks for, so that the new theta and the new moments
+    need not be in memory together (three models' worth): FedAdam's moments go to the state
+    file in a first pass, theta to the model file in a second.
     """
-    import torch
 
-    from asrpriv.errors import AsrprivError
-    from asrpriv.federated.fingerprint import Fingerprint
-    from asrpriv.federated.round_inputs import all_finite
+    def __init__(self, ref, delta, server: str, hparams: dict, state: ServerState,
+                 moments=None) -> None:
+        self.ref, self.delta, self.server, self.hparams = ref, delta, server, hparams
+        self.state, self.moments = state, moments
+        self.t = state.t + 1
 
-    t, adam = state.t + 1, server == "fedadam"
-    floating = [name for name, spec in ref.specs.items() if spec.floating]
-    theta = dict.fromkeys(ref.specs)
-    m_new = dict.fromkeys(state.m if state.t else floating) if adam else {}
-    v_new = dict.fromkeys(state.v if state.t else floating) if adam else {}
-    again = Fingerprint(ref.config, ref.vocab.words)
-    for name in sorted(ref.specs):
-        tensor = theta[name] = ref.tensor(name)
-        again.tensor(name, tensor)
-        again.update(tensor)
-        if not ref.specs[name].floating:
-            continue
-        delta = delta_t.pop(name)
-        m = v = None
-        if adam and state.t:
-            m = check_moment(moments.path, "m", name, moments.read(state.m[name]))
-            v = check_moment(moments.path, "v", name, moments.read(state.v[name]))
-        elif adam:
-            m, v = torch.zeros_like(delta), torch.zeros_like(delta)
-        server_update_(server, tensor, delta, m, v, t, hparams)
-        del delta
-        if adam:
-            m_new[name], v_new[name] = m, v
-        if not all_finite(tensor):
-            raise AsrprivError(f"the update made parameter {name} non-finite (lr too large?)")
-    if again.hexdigest() != ref.fingerprint:
-        raise AsrprivError(f"{ref.path} changed while the round ran")
-    return theta, m_new, v_new
+    def run(self, keep_theta: bool, keep_moments: bool):
+        """One pass: ``(theta, m, v, fingerprint)``, the new parameters (model order) and
+        moments (the state file's order) if kept, else None; the new model's fingerprint."""
+        import torch
+
+        from asrpriv.allocator import release_freed_memory
+        from asrpriv.errors import AsrprivError
+        from asrpriv.federated.fingerprint import Fingerprint
+        from asrpriv.federated.round_inputs import all_finite
+
+        ref, adam, state = self.ref, self.server == "fedadam", self.state
+        floating = [name for name, spec in ref.specs.items() if spec.floating]
+        theta = dict.fromkeys(ref.specs) if keep_theta else None
+        m_new = v_new = None
+        if keep_moments:
+            m_new = dict.fromkeys(state.m if state.t else floating) if adam else {}
+            v_new = dict.fromkeys(state.v if state.t else floating) if adam else {}
+        old = Fingerprint(ref.config, ref.vocab.words)
+        new = Fingerprint(ref.config, ref.vocab.words)
+        for name in sorted(ref.specs):
+            meta = ref.file.obj["state_dict"][name]
+            old.tensor(name, meta)
+            new.tensor(name, meta)
+            step = ref.specs[name].floating
+            ins = [ref.file.slices(meta, STEP_CHUNK)]
+            outs = [torch.empty(meta.shape, dtype=meta.dtype) if keep_theta else None]
+            if step:
+                ins.append(self.delta.slices(self.delta.obj[name], STEP_CHUNK))
+            if step and adam:
+                ins += [self._moment(key, name, meta) for key in "mv"]
+                dtypes = ((state.m[name].dtype, state.v[name].dtype) if state.t
+                          else (meta.dtype, meta.dtype))
+                outs += [torch.empty(meta.shape, dtype=d) if keep_moments else None
+                         for d in dtypes]
+            start = 0
+            for parts in zip(*ins):
+                old.update(parts[0])
+                now = [_into(full, start, part)
+                       for full, part in zip(outs, parts[:1] + parts[2:])]
+                if step:
+                    server_update_(self.server, now[0], parts[1], *(now[1:] or (None, None)),
+                                   self.t, self.hparams)
+                    if not all_finite(now[0]):
+                        raise AsrprivError(f"the update made parameter {name} non-finite "
+                                           "(lr too large?)")
+                new.update(now[0])
+                start += parts[0].numel()
+            if keep_theta:
+                theta[name] = outs[0]
+            if keep_moments and step and adam:
+                m_new[name], v_new[name] = outs[1], outs[2]
+            release_freed_memory()  # the slices' float64 temporaries: no holes kept resident
+        if old.hexdigest() != ref.fingerprint:
+            raise AsrprivError(f"{ref.path} changed while the round ran")
+        return theta, m_new, v_new, new.hexdigest()
+
+    def _moment(self, key: str, name: str, meta):
+        """Slices of the previous moment ``key`` of parameter ``name``, checked; zeros at t = 1."""
+        import torch
+
+        if not self.state.t:
+            for start in range(0, meta.numel(), STEP_CHUNK):
+                yield torch.zeros(min(STEP_CHUNK, meta.numel() - start), dtype=meta.dtype)
+            return
+        tensor = (self.state.m if key == "m" else self.state.v)[name]
+        for part in self.moments.slices(tensor, STEP_CHUNK):
+            yield check_moment(self.moments.path, key, name, part)
+
+
+def _into(full, start: int, part):
+    """``part`` copied into the flat slice of ``full`` at ``start`` (kept), or into a new
+    tensor (``full`` None); returns where it went."""
+    if full is None:
+        return part.clone()
+    view = full.view(-1)[start:start + part.numel()]
+    view.copy_(part)
+    return view

@@ -87,7 +87,6 @@ class TorchFile:
         self.obj = obj
         self.streamed = streamed
         self._file = open(path, "rb", buffering=0) if streamed else None
-        self._buffer = None
 
     @classmethod
     def open(cls, path: str, load: Callable[[str], object]) -> "TorchFile":
@@ -109,7 +108,6 @@ class TorchFile:
         if self._file is not None:
             self._file.close()
             self._file = None
-        self._buffer = None
 
     def __enter__(self) -> "TorchFile":
         return self
@@ -129,8 +127,8 @@ class TorchFile:
 
     def slices(self, tensor, size: int) -> Iterator:
         """``tensor`` flattened, as consecutive 1-D slices of ``size`` elements (the last may be
-        shorter). Streamed, each slice lives in one reusable buffer, valid until the next one;
-        in memory, slices are views of the tensor."""
+        shorter). Streamed, each slice lives in one buffer of this call, valid until the next
+        slice; in memory, slices are views of the tensor."""
         import torch
 
         flat_n = tensor.numel()
@@ -139,12 +137,10 @@ class TorchFile:
             for start in range(0, flat_n, size):
                 yield flat[start:start + size]
             return
-        if (self._buffer is None or self._buffer.dtype != tensor.dtype
-                or self._buffer.numel() < size):
-            self._buffer = torch.empty(size, dtype=tensor.dtype)
+        buffer = torch.empty(min(size, flat_n), dtype=tensor.dtype)
         offset, item = _offset(tensor), tensor.element_size()
         for start in range(0, flat_n, size):
-            part = self._buffer[:min(size, flat_n - start)]
+            part = buffer[:min(size, flat_n - start)]
             self._fill(part, offset + start * item)
             yield part
 

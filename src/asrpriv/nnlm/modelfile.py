@@ -103,8 +103,14 @@ def write_payload(path: str, payload: dict) -> None:
     ``BytesIO`` and its copy cost up to three models' worth at the end of a server round).
     """
     with atomic_path(path) as tmp:
-        with open(tmp, "wb") as f:
-            torch.save(payload, f)
+        dump_payload(tmp, payload)
+
+
+def dump_payload(path: str, payload: dict) -> None:
+    """``torch.save(payload)`` into the file ``path`` as it is (not atomically), through a file
+    object: the bytes do not depend on the file's name (see :func:`write_payload`)."""
+    with open(path, "wb") as f:
+        torch.save(payload, f)
 
 
 def model_bytes(payload: dict) -> bytes:
