@@ -143,7 +143,7 @@ def read_state(path: str, server: str) -> ServerState:
 def open_state(path: str, server: str):
     """:func:`read_state` with the moments read on demand: ``(state, file)``, ``state.m`` and
     ``state.v`` holding the tensors of ``file`` (an :class:`asrpriv.io.torchfile.TorchFile`);
-    read one with ``check_moment(path, key, name, file.read(tensor))``. Close the file."""
+    read them with ``file.slices`` and :func:`check_moment`. Close the file."""
     from asrpriv.io.torchfile import TorchFile
 
     holder = {}

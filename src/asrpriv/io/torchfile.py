@@ -11,8 +11,7 @@ hundred such files into one accumulator, so it reads them here instead:
    in the file (``_checkpoint_offset``, set by ``torch.load`` for meta and fake tensors);
 2. every such offset is checked against the zip archive's own table: the start of a stored
    (uncompressed) record of exactly the storage's size, in a little-endian archive;
-3. a tensor's bytes are read with ``readinto`` straight into the caller's memory: a whole
-   tensor allocated once (:meth:`TorchFile.read`), or one reusable buffer a slice at a time
+3. a tensor's bytes are read with ``readinto``, a slice at a time, into one buffer
    (:meth:`TorchFile.slices`).
 
 Where any of that does not hold (an older torch without the offsets, a legacy non-zip file, a
@@ -79,7 +78,7 @@ class TorchFile:
     """The tensors of one loaded object, read from the file on demand (see the module doc).
 
     ``obj`` is what ``torch.load`` returned: with meta tensors when :attr:`streamed`, with real
-    ones otherwise. Pass any tensor found in ``obj`` to :meth:`read` or :meth:`slices`.
+    ones otherwise. Pass any tensor found in ``obj`` to :meth:`slices`.
     """
 
     def __init__(self, path: str, obj, streamed: bool) -> None:
@@ -114,16 +113,6 @@ class TorchFile:
 
     def __exit__(self, *exc) -> None:
         self.close()
-
-    def read(self, tensor):
-        """``tensor``'s values as a new contiguous CPU tensor (one allocation, no copy)."""
-        import torch
-
-        if not self.streamed:
-            return tensor.contiguous()
-        out = torch.empty(tensor.shape, dtype=tensor.dtype)
-        self._fill(out, _offset(tensor))
-        return out
 
     def slices(self, tensor, size: int) -> Iterator:
         """``tensor`` flattened, as consecutive 1-D slices of ``size`` elements (the last may be
