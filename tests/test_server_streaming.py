@@ -96,8 +96,8 @@ def test_history_add_flat_splices_nested_sequences():
 
     nested = History().add(release()).add(release()).add(release())
     assert nested.tree == ("seq", (("seq", (0, 1)), 2))
-    flat = History().add(release(), flat=True).add(release(), flat=True).add(release(), flat=True)
+    flat = History().add_flat(release()).add_flat(release()).add_flat(release())
     assert flat.tree == ("seq", (0, 1, 2))
-    again = nested.add(release(), flat=True)
+    again = nested.add_flat(release())
     assert again.tree == ("seq", (0, 1, 2, 3))
     assert again.epsilon_pure() == nested.epsilon_pure() + 0.5 == 2.0

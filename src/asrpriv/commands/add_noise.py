@@ -78,7 +78,7 @@ def add_noise(input_path, mechanism, epsilon, noise_multiplier, clip, vocab_path
         raise AsrprivError("--mechanism laplace needs --epsilon and --vocab")
     from asrpriv.io.counts import read_counts, read_wordlist, write_counts
     from asrpriv.io.output import open_output
-    from asrpriv.privacy.counts_mechanism import exact_fraction, laplace_counts
+    from asrpriv.unigram.noise import exact_fraction, laplace_counts
     from asrpriv.privacy.randomness import noise_rng
     from asrpriv.unigram.meta import refuse_seeded
 
@@ -101,4 +101,4 @@ def add_noise(input_path, mechanism, epsilon, noise_multiplier, clip, vocab_path
              f"({report.dropped_mass:g} pseudo-counts)")
     info(f"add-noise: Laplace scale {report.scale:g} (sensitivity {float(report.sensitivity):g} "
          f"from {report.sensitivity_source}, epsilon {float(eps):g}); epsilon spent "
-         f"{new_meta['epsilon']}")
+         f"{new_meta.get('epsilon', 'none: seeded noise is not private')}")

@@ -82,27 +82,27 @@ def fma_adapt(arpa_path, adapt_path, reversed_, prior, oov_to_unk, precision, ba
     from asrpriv.io.output import open_output
     from asrpriv.unigram.fma import FmaSettings, adaptation_factors
 
-    from asrpriv.privacy.history import History
-    from asrpriv.unigram.meta import history_of, refuse_seeded, with_history
+    from asrpriv.privacy.state import to_meta
+    from asrpriv.provenance import Inputs
 
     settings = FmaSettings(alpha, beta, lam, smoothing)
     settings.validate(global_path is not None, personal_path is not None)
-    histories = []
+    inputs = Inputs(allow_seeded)
 
-    def read(path, allow_empty):
+    def read(path, allow_empty, used=True):
         meta, counts = read_counts(path, allow_empty=allow_empty)
-        refuse_seeded(path if path != "-" else "<stdin>", meta, allow_seeded)
-        histories.append(history_of(meta))
+        if used:  # a weight of 0 leaves the output independent of the file
+            inputs.add_counts(path, meta)
         return counts
 
     background = read(background_path, False)
-    global_counts = read(global_path, True) if global_path else None
-    personal = read(personal_path, True) if personal_path else None
+    global_counts = read(global_path, True, alpha > 0) if global_path else None
+    personal = read(personal_path, True, beta > 0) if personal_path else None
     factors = adaptation_factors(background, global_counts, personal, settings)
     meta = {"format": "asrpriv-factors/2", "alpha": f"{alpha:g}", "beta": f"{beta:g}",
             "lambda": f"{lam:g}", "smoothing": f"{smoothing:g}", "log_base": "e",
             "version": __version__}
-    meta = with_history(meta, History.combine(histories, disjoint=False))
+    meta = to_meta(meta, inputs.state(), always_raw=True)
     with open_output(output) as stream:
         write_factors(stream, meta, factors)
 

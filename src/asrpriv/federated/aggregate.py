@@ -24,10 +24,10 @@ from asrpriv.errors import AsrprivError, InputError
 from asrpriv.federated.delta_sum import weighted_sum
 from asrpriv.federated.privatize import Bounds, DpSettings, Privatized, privatize
 from asrpriv.federated.round_inputs import ModelRef, expand_deltas
-from asrpriv.federated.round_inputs import history_of as _history  # noqa: F401 (privacy-report)
 from asrpriv.federated.server import (ModelStep, ServerState, check_hparams, open_state,
                                       state_payload, write_state)
 from asrpriv.privacy.history import History, Release
+from asrpriv.provenance import Inputs
 
 __all__ = ["DpSettings", "RoundReport", "expand_deltas", "run_round", "flat_add", "write_round"]
 
@@ -51,8 +51,8 @@ class RoundReport:
 
 def flat_add(history: History, release: Release) -> History:
     """``history`` then ``release``, a chain of rounds kept one flat ``seq`` node
-    (:meth:`History.add` with ``flat=True``)."""
-    return history.add(release, flat=True)
+    (:meth:`History.add_flat`)."""
+    return history.add_flat(release)
 
 
 def run_round(model_path: str, delta_args: list[str], output: str, server: str,
@@ -89,15 +89,17 @@ def run_round(model_path: str, delta_args: list[str], output: str, server: str,
     moments = delta = None
     try:
         state, moments = _previous_state(state_path, server, hp, ref, model_path)
+        inputs = Inputs(allow_seeded)
+        inputs.add(model_path, ref.privacy)
         bounds = Bounds(dp) if dp.active else None
-        total = weighted_sum(ref, sources, bounds, progress)                    # 1. sum
-        history = _combined_history([ref.history, *total.histories], allow_seeded)
+        total = weighted_sum(ref, sources, inputs, bounds, progress)            # 1. sum
         dtypes = {name: spec.dtype for name, spec in ref.specs.items()}
-        step = privatize(total.acc, dtypes, dp, history, total.total_weight, seed)  # 2.
+        step = privatize(total.acc, dtypes, dp, inputs.state(), total.total_weight, seed,
+                         keep=ref.privacy.raw)                                  # 2. privatize
         report = RoundReport(total.deltas, total.total_weight, step.denominator, step.noise_std,
                              bounds.clipped_here if bounds else 0,
                              bounds.unclipped_by_client if bounds else 0, t=state.t + 1,
-                             release=step.release, seeded=step.history.seeded,
+                             release=step.release, seeded=step.privacy.seeded,
                              files=[label for label, _ in sources])
         del total
         if aggregate_out:
@@ -105,7 +107,7 @@ def run_round(model_path: str, delta_args: list[str], output: str, server: str,
         delta = _delta_t(step, server, output)
         optimizer = ModelStep(ref, delta, server, hp, state, moments)             # 3.
         report.fingerprint = write_round(output, state_path, optimizer, dp,      # 4. write
-                                         step.history)
+                                         step.privacy)
     finally:
         for file in (ref, moments, delta):
             if file is not None:
@@ -116,8 +118,8 @@ def run_round(model_path: str, delta_args: list[str], output: str, server: str,
 
 
 def write_round(output: str, state_path: str | None, optimizer: ModelStep, dp: DpSettings,
-                history: History) -> str:
-    """Run the server optimizer and write the new model (round metadata, privacy history),
+                privacy) -> str:
+    """Run the server optimizer and write the new model (round metadata, privacy state),
     then the server state; returns the new model's fingerprint (recorded in the state: the
     next round's --model).
 
@@ -138,7 +140,7 @@ def write_round(output: str, state_path: str | None, optimizer: ModelStep, dp: D
     def write_model() -> str:
         theta, _, _, fingerprint = optimizer.run(keep_theta=True, keep_moments=False)
         save_model(output, theta, ref.vocab, ref.config, federated_round=round_meta,
-                   **_history_extra(history))
+                   privacy=privacy)
         return fingerprint
 
     if server != "fedadam":
@@ -206,25 +208,6 @@ def _previous_state(state_path: str | None, server: str, hp: dict, ref: ModelRef
     return state, file
 
 
-def _combined_history(histories: list[History], allow_seeded: bool) -> History:
-    try:
-        history = History.combine(histories, disjoint=False)
-    except ValueError as err:
-        raise AsrprivError(f"cannot combine the inputs' privacy histories: {err}") from None
-    if history.seeded and not allow_seeded:
-        raise AsrprivError("an input carries seeded test noise, which is NOT private; pass "
-                           "--allow-seeded-test-noise if this is a test")
-    return history
-
-
-def _history_extra(history: History) -> dict:
-    """The payload keys that carry a history (none without a release)."""
-    extra = {"privacy_history": history.to_json()} if history.releases else {}
-    if history.seeded:
-        extra["seeded"] = True
-    return extra
-
-
 def _delta_t(step: Privatized, server: str, output: str):
     """Delta_t as the optimizer reads it: in memory for FedAvg; for FedAdam written to a
     temporary file beside ``output`` (removed by the caller) and freed, so that the two
@@ -265,4 +248,4 @@ def _write_aggregate(path: str, ref: ModelRef, step: Privatized) -> None:
                   else torch.zeros(spec.shape, dtype=spec.dtype))
            for name, spec in ref.specs.items()}
     save_model(path, agg, ref.vocab, ref.config, kind="delta", weight=step.denominator,
-               init_fingerprint=ref.fingerprint, **_history_extra(step.history))
+               init_fingerprint=ref.fingerprint, privacy=step.privacy)

@@ -15,13 +15,13 @@ model's order, consecutive slices), so the sum is the same bit for bit however i
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from asrpriv.allocator import release_freed_memory
 from asrpriv.errors import InputError
 from asrpriv.federated.clip import NORM_CHUNK, norm_of_slices
-from asrpriv.federated.round_inputs import (SLICE, all_finite, check_finite, history_of,
-                                            init_fingerprint, recorded_clip)
+from asrpriv.federated.round_inputs import (SLICE, all_finite, check_finite, init_fingerprint,
+                                            recorded_clip)
 
 
 @dataclass
@@ -32,11 +32,9 @@ class DeltaSum:
     acc: dict
     deltas: int = 0
     total_weight: float = 0.0
-    #: the privacy histories of the summed deltas, in order
-    histories: list = field(default_factory=list)
 
 
-def weighted_sum(ref, sources, bounds=None, progress=None) -> DeltaSum:
+def weighted_sum(ref, sources, inputs, bounds=None, progress=None) -> DeltaSum:
     """Sum the deltas of ``sources`` into float64, each times its factor.
 
     Args:
@@ -44,6 +42,8 @@ def weighted_sum(ref, sources, bounds=None, progress=None) -> DeltaSum:
             checked against it).
         sources: ``(label, open)`` pairs; ``open()`` returns the delta's
             :class:`asrpriv.io.torchfile.TorchFile` (closed here after use).
+        inputs: the step's :class:`asrpriv.provenance.Inputs`; each summed delta's privacy
+            state is added (a seeded one is refused there).
         bounds: a :class:`asrpriv.federated.privatize.Bounds` (client-level DP: clip and cap),
             or None (factor = the delta's weight, paper 001 Eq. 5).
         progress: optional ``progress(total) -> meter`` with ``update(n)`` and ``close()``.
@@ -64,7 +64,7 @@ def weighted_sum(ref, sources, bounds=None, progress=None) -> DeltaSum:
             if init_fingerprint(payload, label) != ref.fingerprint:
                 mismatched.append(label)
                 continue
-            total.histories.append(history_of(payload, label))
+            inputs.add_payload(label, payload)
             tensors = payload["state_dict"]
             if bounds is None:
                 _add(total.acc, delta, tensors, weight, label)

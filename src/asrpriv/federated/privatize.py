@@ -40,7 +40,7 @@ from dataclasses import dataclass
 
 from asrpriv.errors import AsrprivError
 from asrpriv.federated import gaussian
-from asrpriv.privacy.history import History, Release, new_release_id
+from asrpriv.privacy.history import Release, new_release_id
 
 #: how much a client-clipped delta's norm may exceed C (float32 rounding) and still count as clipped
 CLIP_TOLERANCE = 1e-5
@@ -133,40 +133,45 @@ class Privatized:
 
     #: parameter name -> Delta_t in the parameter's dtype (floating parameters only)
     delta: dict
-    history: History
+    #: its :class:`asrpriv.privacy.state.PrivacyState`
+    privacy: object
     denominator: float
     noise_std: float = 0.0
     release: Release | None = None
 
 
-def privatize(acc: dict, dtypes: dict, dp: DpSettings, history: History, total_weight: float,
-              seed: int | None = None) -> Privatized:
+def privatize(acc: dict, dtypes: dict, dp: DpSettings, privacy, total_weight: float,
+              seed: int | None = None, keep: frozenset = frozenset()) -> Privatized:
     """Delta_t from the sum S (``acc``, float64, consumed): noise and release, then divide.
 
     Args:
         acc: parameter name -> S (float64; replaced by Delta_t in ``dtypes[name]``, so the
             float64 sum is freed a tensor at a time).
         dp: the round's DP settings (inactive: ``S / total_weight``, Eq. 5).
-        history: the combined history of the model and the deltas.
+        privacy: the combined privacy state of the model and the deltas.
         total_weight: the summed weights (words) of the deltas (the Eq. 5 denominator).
         seed: seeds the noise (NOT private: tests only); None = os.urandom.
+        keep: raw parts the noise does not cover (what the start model brought in).
 
     With DP and z > 0, N(0, (z C)^2) is added to S and a Gaussian release (unit client,
     sensitivity C, the round's sample rate, 1 round) is appended to the history, which stays
-    one flat sequence over rounds.
+    one flat sequence over rounds; it covers the clients' clipped updates, not ``keep``.
     """
+    from asrpriv.privacy.state import after_release
+
     if dp.active:
         z = dp.noise_multiplier or 0.0
-        out = Privatized(acc, history, dp.denominator, z * dp.clip / dp.denominator)
+        out = Privatized(acc, privacy, dp.denominator, z * dp.clip / dp.denominator)
         gaussian.add_gaussian_noise(acc, z * dp.clip, gaussian.NoiseSource(seed))  # std z*C on S
         if z > 0:
             out.release = Release(new_release_id(), "gaussian", "client",
                                   {"noise_multiplier": float(z), "sensitivity_l2": float(dp.clip),
                                    "sample_rate": float(dp.sample_rate), "rounds": 1},
                                   seeded=seed is not None)
-            out.history = history.add(out.release, flat=True)
+            out.privacy = after_release(privacy, out.release, covers=("client update",),
+                                        keep=keep, flat=True)
     else:
-        out = Privatized(acc, history, total_weight)
+        out = Privatized(acc, privacy, total_weight)
     for name in list(acc):  # Delta_t in the parameters' dtype (frees the float64 sum)
         acc[name] = acc[name].div_(out.denominator).to(dtypes[name])
     return out

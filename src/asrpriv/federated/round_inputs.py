@@ -1,7 +1,7 @@
-"""What a server round reads, and the checks on it: the model, the deltas' headers, histories.
+"""What a server round reads, and the checks on it: the model and the deltas' headers.
 
 Every check that needs only a file's header (kind, vocabulary, config, parameter names,
-shapes and dtypes, weight, init_fingerprint, privacy history) is made here before any value
+shapes and dtypes, weight, init_fingerprint, privacy record) is made here before any value
 is read; the values themselves (NaN, inf) are checked where they are streamed.
 """
 
@@ -12,7 +12,6 @@ import os
 from dataclasses import dataclass
 
 from asrpriv.errors import AsrprivError, InputError
-from asrpriv.privacy.history import History
 
 #: coordinates per slice when a file's tensors are streamed
 SLICE = 1 << 18
@@ -44,19 +43,6 @@ def expand_deltas(args: list[str]) -> list[str]:
             raise InputError(path, None, "given twice (a client would count twice)")
         seen.add(key)
     return paths
-
-
-def history_of(payload: dict, path: str) -> History:
-    """The privacy history a model or delta payload records (empty if none)."""
-    text = payload.get("privacy_history")
-    if text is None:
-        return History()
-    if not isinstance(text, str):
-        raise InputError(path, None, "privacy_history must be a JSON string")
-    try:
-        return History.from_json(text)
-    except ValueError as err:
-        raise InputError(path, None, f"bad privacy_history: {err}") from None
 
 
 def all_finite(tensor) -> bool:
@@ -103,13 +89,15 @@ class ModelRef:
     def _check(self) -> None:
         from asrpriv.federated.fingerprint import Fingerprint
         from asrpriv.nnlm.modelfile import vocab_and_config
+        from asrpriv.provenance import payload_state
 
         path, payload = self.path, self.file.obj
         if payload["kind"] != "model":
             raise InputError(path, None, f"is a {payload['kind']} file, expected the current "
                                          "global model (--model)")
         self.vocab, self.config = vocab_and_config(payload, path)
-        self.history = history_of(payload, path)
+        #: its privacy state (:mod:`asrpriv.privacy.state`)
+        self.privacy = payload_state(payload, path)
         #: name -> Spec, in the file's order
         self.specs = {name: Spec(t.shape, t.dtype, t.is_floating_point())
                       for name, t in payload["state_dict"].items()}

@@ -62,7 +62,7 @@ def _owns_storage(tensor: torch.Tensor) -> bool:
 
 
 def save_model(path: str, model_or_state: Any, vocab: Vocabulary, config: dict,
-               kind: str = "model", **extra: Any) -> None:
+               kind: str = "model", *, privacy=None, **extra: Any) -> None:
     """Write a model (or a delta with ``kind="delta"``) file atomically.
 
     Args:
@@ -71,8 +71,14 @@ def save_model(path: str, model_or_state: Any, vocab: Vocabulary, config: dict,
         vocab: its vocabulary (``len(vocab) == config["vocab_size"]``).
         config: the model config (:func:`asrpriv.nnlm.model.make_config`).
         kind: "model" or "delta".
+        privacy: the file's :class:`asrpriv.privacy.state.PrivacyState`, derived from the
+            step's inputs (:class:`asrpriv.provenance.Inputs`), stored as ``private_raw``,
+            ``privacy_history``, ``seeded``. None records nothing, which reads back as
+            "unrecorded": NOT private -- a writer that forgets can never claim a guarantee.
         extra: more plain values to store (a delta's ``weight`` = number of training words).
     """
+    from asrpriv.privacy.state import HEADER_KEYS, to_payload
+
     if kind not in KINDS:
         raise ValueError(f"kind must be one of {KINDS}")
     if len(vocab) != config["vocab_size"]:
@@ -81,9 +87,11 @@ def save_model(path: str, model_or_state: Any, vocab: Vocabulary, config: dict,
     payload = {"format": FORMAT, "format_version": FORMAT_VERSION, "kind": kind,
                "config": dict(config), "vocab": list(vocab.words), "state_dict": _plain_state(state)}
     for key, value in extra.items():
-        if key in payload:
+        if key in payload or key in HEADER_KEYS:
             raise ValueError(f"extra key {key!r} is reserved")
         payload[key] = value
+    if privacy is not None:
+        payload.update(to_payload(privacy))
     if str(path) == "-":
         from asrpriv.io.output import stdout_stream
 
@@ -129,9 +137,10 @@ def model_bytes(payload: dict) -> bytes:
 
 
 def save_delta(path: str, delta_state: dict[str, torch.Tensor], vocab: Vocabulary, config: dict,
-               weight: int, **extra: Any) -> None:
+               weight: int, *, privacy=None, **extra: Any) -> None:
     """Write a delta (``init - new``) with its weight (number of training words)."""
-    save_model(path, delta_state, vocab, config, kind="delta", weight=int(weight), **extra)
+    save_model(path, delta_state, vocab, config, kind="delta", weight=int(weight),
+               privacy=privacy, **extra)
 
 
 def is_model_file(path: str) -> bool:
@@ -149,42 +158,29 @@ def is_model_file(path: str) -> bool:
         return False
 
 
-def read_model_file(path: str) -> dict:
-    """Load and validate a model or delta file; returns its dict (tensors on CPU).
+def read_any_payload(path: str, mmap: bool = False, map_location: str = "cpu") -> dict:
+    """``torch.load(weights_only=True)`` of an asrpriv torch file (model, delta, server
+    state), refusing what would unpickle code; the layout is not checked here. ``mmap``:
+    map the tensors instead of reading them (for reading the metadata only);
+    ``map_location="meta"``: read no tensor data at all (:func:`open_model_file`).
 
     Raises:
-        AsrprivError: the file would need code to unpickle (refused), is not a torch file,
-            or does not have the asrpriv layout.
+        AsrprivError: refused, or not a readable torch file.
     """
-    payload = _load_payload(path, "cpu")
-    for name, tensor in payload["state_dict"].items():
-        if tensor.is_floating_point() and not bool(torch.isfinite(tensor).all()):
-            raise InputError(path, None, f"state dict entry {name!r} holds NaN or infinite values")
-    return payload
-
-
-def open_model_file(path: str):
-    """A model or delta file validated like :func:`read_model_file`, its tensors read on demand.
-
-    Returns an :class:`asrpriv.io.torchfile.TorchFile` whose ``obj`` is the payload with
-    ``meta`` tensors (shapes and dtypes; their values come from ``read``/``slices``), so that
-    a file is streamed without a second copy. The values are NOT checked for NaN or inf here:
-    the caller checks what it reads. Close it (or use it as a context manager).
-    """
-    from asrpriv.io.torchfile import TorchFile
-
-    return TorchFile.open(path, lambda where: _load_payload(path, where))
-
-
-def _load_payload(path: str, map_location: str) -> dict:
-    """``torch.load(weights_only=True)`` and the layout checks; one-line errors for bad files."""
     import warnings
 
     _refuse_other_formats(path)
     try:
         with warnings.catch_warnings():  # e.g. "Detected pickle protocol 4": noise on stderr
             warnings.simplefilter("ignore")
-            payload = torch.load(path, map_location=map_location, weights_only=True)
+            try:
+                payload = torch.load(path, map_location=map_location, weights_only=True,
+                                     mmap=mmap)
+            except RuntimeError:
+                if not mmap:
+                    raise
+                payload = torch.load(path, map_location=map_location,
+                                     weights_only=True)  # old format
     except (FileNotFoundError, IsADirectoryError, PermissionError):
         raise
     except pickle.UnpicklingError as err:
@@ -198,6 +194,41 @@ def _load_payload(path: str, map_location: str) -> dict:
             raise
         first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
         raise InputError(path, None, f"not a readable PyTorch model file ({first})") from None
+    if not isinstance(payload, dict):
+        raise InputError(path, None, "not an asrpriv torch file (not a dict)")
+    return payload
+
+
+def read_model_file(path: str) -> dict:
+    """Load and validate a model or delta file; returns its dict (tensors on CPU).
+
+    Raises:
+        AsrprivError: the file would need code to unpickle (refused), is not a torch file,
+            or does not have the asrpriv layout.
+    """
+    payload = _checked_layout(read_any_payload(path), path)
+    for name, tensor in payload["state_dict"].items():
+        if tensor.is_floating_point() and not bool(torch.isfinite(tensor).all()):
+            raise InputError(path, None, f"state dict entry {name!r} holds NaN or infinite values")
+    return payload
+
+
+def open_model_file(path: str):
+    """A model or delta file validated like :func:`read_model_file`, its tensors read on demand.
+
+    Returns an :class:`asrpriv.io.torchfile.TorchFile` whose ``obj`` is the payload with
+    ``meta`` tensors (shapes and dtypes; their values come from its ``slices``), so that a
+    file is streamed without a second copy. The values are NOT checked for NaN or inf here:
+    the caller checks what it reads. Close it (or use it as a context manager).
+    """
+    from asrpriv.io.torchfile import TorchFile
+
+    return TorchFile.open(path, lambda where: _checked_layout(
+        read_any_payload(path, map_location=where), path))
+
+
+def _checked_layout(payload: dict, path: str) -> dict:
+    """The asrpriv model-file layout (format marker, version, keys, kind, tensors)."""
     if not isinstance(payload, dict) or payload.get("format") != FORMAT:
         raise InputError(path, None, f"not an {FORMAT} model file (no format marker)")
     if payload.get("format_version") != FORMAT_VERSION:
