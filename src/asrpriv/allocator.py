@@ -45,3 +45,19 @@ def retain_freed_blocks() -> bool:
     ok = mallopt(_M_MMAP_THRESHOLD, MMAP_THRESHOLD) == 1 and mallopt(_M_TRIM_THRESHOLD, TRIM_THRESHOLD) == 1
     _done = ok
     return ok
+
+
+def release_freed_memory() -> bool:
+    """Give the heap's free pages back to the system now (glibc ``malloc_trim(0)``); True if
+    called. A step that frees one model's worth of tensors before it allocates the next
+    (the server round) keeps its peak that low only if the freed pages leave the process."""
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        trim = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6").malloc_trim
+    except (OSError, AttributeError):
+        return False
+    trim.argtypes = [ctypes.c_size_t]
+    trim.restype = ctypes.c_int
+    trim(0)
+    return True

@@ -120,7 +120,7 @@ def finetune_lm(train_path, valid_path, ids, output, init_path, delta_out, by_cl
           --by-client deltas/ --clients round.txt --clip 0.5 --seed 1
     """
     from asrpriv.errors import AsrprivError
-    from asrpriv.nnlm.finetune import FinetuneRequest, run_finetune
+    from asrpriv.federated.finetune import FinetuneRequest, run_finetune
     from asrpriv.commands.options import info, warn
     from asrpriv.progress import Progress
 

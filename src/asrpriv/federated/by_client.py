@@ -117,14 +117,15 @@ def check_directory(directory: str, clients: list[str]) -> None:
 def run_by_client(req, progress: Callable[..., object] | None = None,
                   talk: Callable[[str], None] = lambda s: None,
                   warn: Callable[[str], None] | None = None) -> RunSummary:
-    """Run ``finetune-lm --by-client`` (``req``: :class:`asrpriv.nnlm.finetune.FinetuneRequest`).
+    """Run ``finetune-lm --by-client`` (``req``: :class:`asrpriv.federated.finetune.FinetuneRequest`).
 
     Args:
         progress: ``progress(label, total)`` makes a meter over clients.
     """
+    from asrpriv.federated.finetune import check_init_options
     from asrpriv.nnlm import losses
     from asrpriv.nnlm.data import read_corpus
-    from asrpriv.nnlm.finetune import check_init_options, choose_threads
+    from asrpriv.nnlm.finetune import choose_threads
     from asrpriv.nnlm.train import RECIPES
 
     warn = warn or talk

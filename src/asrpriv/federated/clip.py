@@ -19,13 +19,19 @@ MARGIN = 1e-9
 
 def l2_norm(state: dict) -> float:
     """L2 norm of a state dict taken as one vector (all floating tensors), computed in float64."""
+    return norm_of_slices(part for tensor in state.values() if tensor.is_floating_point()
+                          for part in tensor.reshape(-1).split(NORM_CHUNK))
+
+
+def norm_of_slices(parts) -> float:
+    """L2 norm of the concatenation of ``parts`` (1-D slices of :data:`NORM_CHUNK` values of
+    each floating tensor in turn; bounded float64 temporaries), in float64. A finite result
+    means every value was finite (squares of float32 values cannot overflow float64)."""
     import torch
 
     total = 0.0
-    for tensor in state.values():
-        if tensor.is_floating_point():
-            for part in tensor.reshape(-1).split(NORM_CHUNK):  # bounded float64 temporaries
-                total += float(torch.linalg.vector_norm(part, dtype=torch.float64)) ** 2
+    for part in parts:
+        total += float(torch.linalg.vector_norm(part, dtype=torch.float64)) ** 2
     return math.sqrt(total)
 
 

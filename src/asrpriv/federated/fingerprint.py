@@ -25,20 +25,42 @@ PREFIX = b"asrpriv-fingerprint/1\n"
 
 def model_fingerprint(config: dict, vocab_words, state_dict: dict) -> str:
     """Hex SHA-256 of a model's config, vocabulary and state dict (see the module docstring)."""
-    import torch
-
-    digest = hashlib.sha256(PREFIX)
-    digest.update(json.dumps(config, sort_keys=True, separators=(",", ":")).encode())
-    digest.update(b"\n")
-    digest.update(json.dumps(list(vocab_words), ensure_ascii=False,
-                             separators=(",", ":")).encode())
-    digest.update(b"\n")
+    fingerprint = Fingerprint(config, vocab_words)
     for name in sorted(state_dict):
         tensor = state_dict[name].detach().to("cpu").contiguous()
-        digest.update(name.encode() + b"\0" + str(tensor.dtype).encode() + b"\0"
-                      + json.dumps(list(tensor.shape)).encode() + b"\0")
-        raw = tensor.reshape(-1).view(torch.uint8).numpy()
-        if sys.byteorder != "little" and tensor.element_size() > 1:
-            raw = tensor.reshape(-1).numpy().byteswap().view("uint8")
-        digest.update(memoryview(raw))
-    return digest.hexdigest()
+        fingerprint.tensor(name, tensor)
+        fingerprint.update(tensor)
+    return fingerprint.hexdigest()
+
+
+class Fingerprint:
+    """:func:`model_fingerprint` fed a tensor at a time, and a tensor's values in slices.
+
+    For each parameter in sorted name order: :meth:`tensor` (its name, dtype and shape), then
+    :meth:`update` with its values, whole or in consecutive slices (the same digest).
+    """
+
+    def __init__(self, config: dict, vocab_words) -> None:
+        self._digest = hashlib.sha256(PREFIX)
+        self._digest.update(json.dumps(config, sort_keys=True, separators=(",", ":")).encode())
+        self._digest.update(b"\n")
+        self._digest.update(json.dumps(list(vocab_words), ensure_ascii=False,
+                                       separators=(",", ":")).encode())
+        self._digest.update(b"\n")
+
+    def tensor(self, name: str, tensor) -> None:
+        """Start parameter ``name``: a tensor (or a meta tensor) of its dtype and shape."""
+        self._digest.update(name.encode() + b"\0" + str(tensor.dtype).encode() + b"\0"
+                            + json.dumps(list(tensor.shape)).encode() + b"\0")
+
+    def update(self, values) -> None:
+        """The raw little-endian bytes of a contiguous CPU tensor (or slice) of values."""
+        import torch
+
+        raw = values.reshape(-1).view(torch.uint8).numpy()
+        if sys.byteorder != "little" and values.element_size() > 1:
+            raw = values.reshape(-1).numpy().byteswap().view("uint8")
+        self._digest.update(memoryview(raw))
+
+    def hexdigest(self) -> str:
+        return self._digest.hexdigest()

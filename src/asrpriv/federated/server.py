@@ -74,40 +74,34 @@ def fedavg_step(theta, delta, lr: float):
     return (theta.to(torch.float64) - lr * delta.to(torch.float64)).to(theta.dtype)
 
 
-def fedadam_moments(delta, m, v, beta1: float, beta2: float):
-    """Paper 001 Eq. 6-7 (moments): ``(b1 m + (1-b1) D, b2 v + (1-b2) D^2)`` in m's dtype."""
-    import torch
-
-    d = delta.to(torch.float64)
-    m64 = beta1 * m.to(torch.float64) + (1.0 - beta1) * d
-    v64 = beta2 * v.to(torch.float64) + (1.0 - beta2) * d * d
-    return m64.to(m.dtype), v64.to(v.dtype)
-
-
-def fedadam_apply(theta, m, v, t: int, lr: float, beta1: float, beta2: float, eps: float):
-    """Paper 001 Eq. 6-8 (step): ``theta - lr * m_hat / sqrt(v_hat + eps)``, bias correction
-    ``m_hat = m / (1 - b1^t)``, ``v_hat = v / (1 - b2^t)`` with t >= 1; eps inside the root."""
-    import torch
-
-    if t < 1:
-        raise ValueError("t starts at 1")
-    m_hat = m.to(torch.float64) / (1.0 - beta1 ** t)
-    v_hat = v.to(torch.float64) / (1.0 - beta2 ** t)
-    return (theta.to(torch.float64) - lr * m_hat / torch.sqrt(v_hat + eps)).to(theta.dtype)
-
-
 def fedadam_step(theta, delta, m, v, t: int, lr: float, beta1: float, beta2: float,
                  eps: float):
-    """One FedAdam step on one tensor (paper 001 Eq. 6-8); returns ``(theta, m, v)``.
+    """One FedAdam step (paper 001 Eq. 6-8) on one tensor; returns ``(theta, m, v)``.
+
+    This is the only place where the FedAdam update is computed (the server step runs it on
+    slices of every parameter, :func:`server_update_`)::
+
+        m_t = b1 m + (1 - b1) D,  v_t = b2 v + (1 - b2) D^2     (stored in m's, v's dtype)
+        theta - lr * m_hat / sqrt(v_hat + eps),  m_hat = m_t / (1 - b1^t),  v_hat = v_t / (1 - b2^t)
 
     Args:
         theta: the parameter; delta: its aggregate Delta_t; m, v: the moments after round
             t - 1 (zeros at t = 1); t: this round's number (1 in the first round).
 
-    The new moments are stored in the parameters' dtype, and the step reads them as stored.
+    Float64 math; the new moments are stored in their dtype, and the step reads them as
+    stored (so a state file read back gives the same next step).
     """
-    m_new, v_new = fedadam_moments(delta, m, v, beta1, beta2)
-    return fedadam_apply(theta, m_new, v_new, t, lr, beta1, beta2, eps), m_new, v_new
+    import torch
+
+    if t < 1:
+        raise ValueError("t starts at 1")
+    d = delta.to(torch.float64)
+    m_new = (beta1 * m.to(torch.float64) + (1.0 - beta1) * d).to(m.dtype)
+    v_new = (beta2 * v.to(torch.float64) + (1.0 - beta2) * d * d).to(v.dtype)
+    m_hat = m_new.to(torch.float64) / (1.0 - beta1 ** t)
+    v_hat = v_new.to(torch.float64) / (1.0 - beta2 ** t)
+    return ((theta.to(torch.float64) - lr * m_hat / torch.sqrt(v_hat + eps)).to(theta.dtype),
+            m_new, v_new)
 
 
 def check_hparams(server: str, hparams: dict) -> dict:
@@ -135,6 +129,44 @@ def check_hparams(server: str, hparams: dict) -> dict:
 
 def read_state(path: str, server: str) -> ServerState:
     """Read and validate a state file; any defect is an :class:`InputError` (exit 2)."""
+    state = _load_state(path, server, "cpu")
+    for key, moments in (("m", state.m), ("v", state.v)):
+        for name, tensor in moments.items():
+            check_moment(path, key, name, tensor)
+    state.m = {name: tensor.contiguous() for name, tensor in state.m.items()}
+    state.v = {name: tensor.contiguous() for name, tensor in state.v.items()}
+    return state
+
+
+def open_state(path: str, server: str):
+    """:func:`read_state` with the moments read on demand: ``(state, file)``, ``state.m`` and
+    ``state.v`` holding the tensors of ``file`` (an :class:`asrpriv.io.torchfile.TorchFile`);
+    read them with ``file.slices`` and :func:`check_moment`. Close the file."""
+    from asrpriv.io.torchfile import TorchFile
+
+    holder = {}
+
+    def load(where: str):
+        holder["state"] = _load_state(path, server, where)
+        return holder["state"]
+
+    file = TorchFile.open(path, load)
+    return holder["state"], file
+
+
+def check_moment(path: str, key: str, name: str, tensor):
+    """Refuse a moment that holds NaN or inf, or a negative second moment; returns it."""
+    import torch
+
+    if tensor.is_floating_point() and not bool(torch.isfinite(tensor).all()):
+        raise InputError(path, None, f"moment {key}[{name}] holds NaN or inf")
+    if key == "v" and tensor.is_floating_point() and bool((tensor < 0).any()):
+        raise InputError(path, None, f"second moment v[{name}] is negative")
+    return tensor
+
+
+def _load_state(path: str, server: str, map_location: str) -> ServerState:
+    """The state file's layout checked (not its values: :func:`check_moment`)."""
     import warnings
 
     import torch
@@ -145,7 +177,7 @@ def read_state(path: str, server: str) -> ServerState:
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            obj = torch.load(path, map_location="cpu", weights_only=True)
+            obj = torch.load(path, map_location=map_location, weights_only=True)
     except (FileNotFoundError, IsADirectoryError, PermissionError):
         raise
     except Exception as err:  # noqa: BLE001 - any failure on untrusted bytes (text: KeyError)
@@ -168,38 +200,49 @@ def read_state(path: str, server: str) -> ServerState:
     hparams = obj.get("hparams")
     if not isinstance(hparams, dict):
         raise InputError(path, None, "missing hparams")
-    moments = []
     for key in ("m", "v"):
         value = obj.get(key)
         if not isinstance(value, dict) or not all(isinstance(x, torch.Tensor) for x in value.values()):
             raise InputError(path, None, f"bad moment {key!r} (expected a dict of tensors)")
-        for name, tensor in value.items():
-            if tensor.is_floating_point() and not bool(torch.isfinite(tensor).all()):
-                raise InputError(path, None, f"moment {key}[{name}] holds NaN or inf")
-        moments.append({name: tensor.contiguous() for name, tensor in value.items()})
-    if server == "fedadam" and t > 0 and moments[0].keys() != moments[1].keys():
+    if server == "fedadam" and t > 0 and obj["m"].keys() != obj["v"].keys():
         raise InputError(path, None, "moments m and v name different parameters")
-    if server == "fedadam" and t > 0:
-        bad = [n for n, x in moments[1].items() if x.is_floating_point() and bool((x < 0).any())]
-        if bad:
-            raise InputError(path, None, f"second moment v[{bad[0]}] is negative")
-    return ServerState(server, t, fp, dict(hparams), moments[0], moments[1])
+    return ServerState(server, t, fp, dict(hparams), dict(obj["m"]), dict(obj["v"]))
 
 
 def write_state(path: str, state: ServerState) -> None:
     """Write a state file atomically (temp file beside it, then rename)."""
-    obj = {"format": STATE_FORMAT, "format_version": STATE_VERSION, "server": state.server,
-           "t": int(state.t), "model_fingerprint": state.model_fingerprint,
-           "hparams": dict(state.hparams),
-           "m": {k: v.detach().cpu().contiguous() for k, v in state.m.items()},
-           "v": {k: v.detach().cpu().contiguous() for k, v in state.v.items()}}
     from asrpriv.nnlm.modelfile import write_payload
 
-    write_payload(path, obj)  # byte-reproducible (no temporary file name inside the archive)
+    write_payload(path, state_payload(state))  # byte-reproducible (no temporary name inside)
+
+
+def state_payload(state: ServerState) -> dict:
+    """What a state file holds (see the module docstring)."""
+    return {"format": STATE_FORMAT, "format_version": STATE_VERSION, "server": state.server,
+            "t": int(state.t), "model_fingerprint": state.model_fingerprint,
+            "hparams": dict(state.hparams),
+            "m": {k: v.detach().cpu().contiguous() for k, v in state.m.items()},
+            "v": {k: v.detach().cpu().contiguous() for k, v in state.v.items()}}
 
 
 #: coordinates per slice of the in-place update (bounds the float64 temporaries)
-STEP_CHUNK = 1 << 18
+STEP_CHUNK = 1 << 14
+
+
+def server_update_(server: str, theta, delta, m, v, t: int, hparams: dict) -> None:
+    """One server step in place on one tensor (and its moments): exactly :func:`fedavg_step`
+    or :func:`fedadam_step`, by flat slices of :data:`STEP_CHUNK` (small float64 temporaries).
+    ``m``, ``v`` are None for FedAvg."""
+    flat_t, flat_d = theta.view(-1), delta.view(-1)
+    if server == "fedavg":
+        for part in _slices(flat_t.numel()):
+            flat_t[part] = fedavg_step(flat_t[part], flat_d[part], hparams["lr"])
+        return
+    flat_m, flat_v = m.view(-1), v.view(-1)
+    for part in _slices(flat_t.numel()):
+        flat_t[part], flat_m[part], flat_v[part] = fedadam_step(
+            flat_t[part], flat_d[part], flat_m[part], flat_v[part], t, hparams["lr"],
+            hparams["beta1"], hparams["beta2"], hparams["eps"])
 
 
 def _slices(n: int):
@@ -207,32 +250,99 @@ def _slices(n: int):
         yield slice(start, start + STEP_CHUNK)
 
 
-def moments_update_(delta, m, v, beta1: float, beta2: float) -> None:
-    """:func:`fedadam_moments` in place on m and v, by flat slices of :data:`STEP_CHUNK`."""
-    flat_d, flat_m, flat_v = delta.view(-1), m.view(-1), v.view(-1)
-    for part in _slices(flat_d.numel()):
-        flat_m[part], flat_v[part] = fedadam_moments(flat_d[part], flat_m[part], flat_v[part],
-                                                     beta1, beta2)
+class ModelStep:
+    """The server optimizer on a whole model, a slice of :data:`STEP_CHUNK` values at a time.
+
+    Every input is streamed: theta from the round's model file (``ref``, an
+    :class:`asrpriv.federated.round_inputs.ModelRef`, whose fingerprint is checked again on
+    the way), Delta_t from ``delta`` (an :class:`asrpriv.io.torchfile.TorchFile` whose ``obj``
+    maps names to tensors), FedAdam's previous moments from ``moments`` (the state's file,
+    :func:`open_state`; zeros in round 1); each slice goes through :func:`server_update_`.
+    :meth:`run` keeps what the caller asks for, so that the new theta and the new moments
+    need not be in memory together (three models' worth): FedAdam's moments go to the state
+    file in a first pass, theta to the model file in a second.
+    """
+
+    def __init__(self, ref, delta, server: str, hparams: dict, state: ServerState,
+                 moments=None) -> None:
+        self.ref, self.delta, self.server, self.hparams = ref, delta, server, hparams
+        self.state, self.moments = state, moments
+        self.t = state.t + 1
+
+    def run(self, keep_theta: bool, keep_moments: bool):
+        """One pass: ``(theta, m, v, fingerprint)``, the new parameters (model order) and
+        moments (the state file's order) if kept, else None; the new model's fingerprint."""
+        import torch
+
+        from asrpriv.allocator import release_freed_memory
+        from asrpriv.errors import AsrprivError
+        from asrpriv.federated.fingerprint import Fingerprint
+        from asrpriv.federated.round_inputs import all_finite
+
+        ref, adam, state = self.ref, self.server == "fedadam", self.state
+        floating = [name for name, spec in ref.specs.items() if spec.floating]
+        theta = dict.fromkeys(ref.specs) if keep_theta else None
+        m_new = v_new = None
+        if keep_moments:
+            m_new = dict.fromkeys(state.m if state.t else floating) if adam else {}
+            v_new = dict.fromkeys(state.v if state.t else floating) if adam else {}
+        old = Fingerprint(ref.config, ref.vocab.words)
+        new = Fingerprint(ref.config, ref.vocab.words)
+        for name in sorted(ref.specs):
+            meta = ref.file.obj["state_dict"][name]
+            old.tensor(name, meta)
+            new.tensor(name, meta)
+            step = ref.specs[name].floating
+            ins = [ref.file.slices(meta, STEP_CHUNK)]
+            outs = [torch.empty(meta.shape, dtype=meta.dtype) if keep_theta else None]
+            if step:
+                ins.append(self.delta.slices(self.delta.obj[name], STEP_CHUNK))
+            if step and adam:
+                ins += [self._moment(key, name, meta) for key in "mv"]
+                dtypes = ((state.m[name].dtype, state.v[name].dtype) if state.t
+                          else (meta.dtype, meta.dtype))
+                outs += [torch.empty(meta.shape, dtype=d) if keep_moments else None
+                         for d in dtypes]
+            start = 0
+            for parts in zip(*ins):
+                old.update(parts[0])
+                now = [_into(full, start, part)
+                       for full, part in zip(outs, parts[:1] + parts[2:])]
+                if step:
+                    server_update_(self.server, now[0], parts[1], *(now[1:] or (None, None)),
+                                   self.t, self.hparams)
+                    if not all_finite(now[0]):
+                        raise AsrprivError(f"the update made parameter {name} non-finite "
+                                           "(lr too large?)")
+                new.update(now[0])
+                start += parts[0].numel()
+            if keep_theta:
+                theta[name] = outs[0]
+            if keep_moments and step and adam:
+                m_new[name], v_new[name] = outs[1], outs[2]
+            release_freed_memory()  # the slices' float64 temporaries: no holes kept resident
+        if old.hexdigest() != ref.fingerprint:
+            raise AsrprivError(f"{ref.path} changed while the round ran")
+        return theta, m_new, v_new, new.hexdigest()
+
+    def _moment(self, key: str, name: str, meta):
+        """Slices of the previous moment ``key`` of parameter ``name``, checked; zeros at t = 1."""
+        import torch
+
+        if not self.state.t:
+            for start in range(0, meta.numel(), STEP_CHUNK):
+                yield torch.zeros(min(STEP_CHUNK, meta.numel() - start), dtype=meta.dtype)
+            return
+        tensor = (self.state.m if key == "m" else self.state.v)[name]
+        for part in self.moments.slices(tensor, STEP_CHUNK):
+            yield check_moment(self.moments.path, key, name, part)
 
 
-def theta_update_(server: str, theta, t: int, hparams: dict, delta=None, m=None, v=None) -> None:
-    """The new parameter in place: FedAvg from ``delta``, FedAdam from the updated ``m``, ``v``
-    (:func:`fedadam_apply`), by flat slices of :data:`STEP_CHUNK` (small float64 temporaries)."""
-    flat_t = theta.view(-1)
-    if server == "fedavg":
-        flat_d = delta.view(-1)
-        for part in _slices(flat_t.numel()):
-            flat_t[part] = fedavg_step(flat_t[part], flat_d[part], hparams["lr"])
-        return
-    flat_m, flat_v = m.view(-1), v.view(-1)
-    for part in _slices(flat_t.numel()):
-        flat_t[part] = fedadam_apply(flat_t[part], flat_m[part], flat_v[part], t, hparams["lr"],
-                                     hparams["beta1"], hparams["beta2"], hparams["eps"])
-
-
-def server_update_(server: str, theta, delta, m, v, t: int, hparams: dict) -> None:
-    """One server step in place on one tensor (and its moments): exactly :func:`fedavg_step`
-    or :func:`fedadam_step`, slice by slice."""
-    if server == "fedadam":
-        moments_update_(delta, m, v, hparams["beta1"], hparams["beta2"])
-    theta_update_(server, theta, t, hparams, delta, m, v)
+def _into(full, start: int, part):
+    """``part`` copied into the flat slice of ``full`` at ``start`` (kept), or into a new
+    tensor (``full`` None); returns where it went."""
+    if full is None:
+        return part.clone()
+    view = full.view(-1)[start:start + part.numel()]
+    view.copy_(part)
+    return view

@@ -34,13 +34,31 @@ FORMAT = "asrpriv-nnlm"
 FORMAT_VERSION = 1
 KINDS = ("model", "delta")
 
-__all__ = ["load_model", "save_model", "build_model", "read_model_file", "save_delta",
-           "is_model_file", "FORMAT", "FORMAT_VERSION"]
+__all__ = ["load_model", "save_model", "build_model", "read_model_file", "open_model_file",
+           "save_delta", "is_model_file", "FORMAT", "FORMAT_VERSION"]
 
 
 def _plain_state(state_dict: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
-    # detach, move to CPU and own the storage (no views into a larger tensor, no grads)
-    return {k: v.detach().to("cpu").clone().contiguous() for k, v in state_dict.items()}
+    """Detached CPU tensors that own their storage (no views into a larger tensor, no grads).
+
+    A tensor that already is one, and shares its storage with no other entry, is kept as it
+    is: a copy would write the same bytes, and cost one model's worth of memory at the end
+    of a server round (where the moments are in memory too).
+    """
+    plain, seen = {}, set()
+    for name, tensor in state_dict.items():
+        if not (_owns_storage(tensor) and tensor.untyped_storage().data_ptr() not in seen):
+            tensor = tensor.detach().to("cpu").clone().contiguous()
+        seen.add(tensor.untyped_storage().data_ptr())
+        plain[name] = tensor
+    return plain
+
+
+def _owns_storage(tensor: torch.Tensor) -> bool:
+    return (type(tensor) is torch.Tensor and tensor.device.type == "cpu"
+            and not tensor.requires_grad and tensor.is_contiguous() and tensor.numel() > 0
+            and tensor.storage_offset() == 0 and not tensor.is_conj() and not tensor.is_neg()
+            and tensor.untyped_storage().nbytes() == tensor.numel() * tensor.element_size())
 
 
 def save_model(path: str, model_or_state: Any, vocab: Vocabulary, config: dict,
@@ -93,8 +111,14 @@ def write_payload(path: str, payload: dict) -> None:
     ``BytesIO`` and its copy cost up to three models' worth at the end of a server round).
     """
     with atomic_path(path) as tmp:
-        with open(tmp, "wb") as f:
-            torch.save(payload, f)
+        dump_payload(tmp, payload)
+
+
+def dump_payload(path: str, payload: dict) -> None:
+    """``torch.save(payload)`` into the file ``path`` as it is (not atomically), through a file
+    object: the bytes do not depend on the file's name (see :func:`write_payload`)."""
+    with open(path, "wb") as f:
+        torch.save(payload, f)
 
 
 def model_bytes(payload: dict) -> bytes:
@@ -144,10 +168,11 @@ def is_model_file(path: str) -> bool:
     return is_torch_file(path)
 
 
-def read_any_payload(path: str, mmap: bool = False) -> dict:
+def read_any_payload(path: str, mmap: bool = False, map_location: str = "cpu") -> dict:
     """``torch.load(weights_only=True)`` of an asrpriv torch file (model, delta, server
     state), refusing what would unpickle code; the layout is not checked here. ``mmap``:
-    map the tensors instead of reading them (for reading the metadata only).
+    map the tensors instead of reading them (for reading the metadata only);
+    ``map_location="meta"``: read no tensor data at all (:func:`open_model_file`).
 
     Raises:
         AsrprivError: refused, or not a readable torch file.
@@ -162,11 +187,13 @@ def read_any_payload(path: str, mmap: bool = False) -> dict:
         with warnings.catch_warnings():  # e.g. "Detected pickle protocol 4": noise on stderr
             warnings.simplefilter("ignore")
             try:
-                payload = torch.load(path, map_location="cpu", weights_only=True, mmap=mmap)
+                payload = torch.load(path, map_location=map_location, weights_only=True,
+                                     mmap=mmap)
             except RuntimeError:
                 if not mmap:
                     raise
-                payload = torch.load(path, map_location="cpu", weights_only=True)  # old format
+                payload = torch.load(path, map_location=map_location,
+                                     weights_only=True)  # old format
     except (FileNotFoundError, IsADirectoryError, PermissionError):
         raise
     except pickle.UnpicklingError as err:
@@ -192,7 +219,29 @@ def read_model_file(path: str) -> dict:
         AsrprivError: the file would need code to unpickle (refused), is not a torch file,
             or does not have the asrpriv layout.
     """
-    payload = read_any_payload(path)
+    payload = _checked_layout(read_any_payload(path), path)
+    for name, tensor in payload["state_dict"].items():
+        if tensor.is_floating_point() and not bool(torch.isfinite(tensor).all()):
+            raise InputError(path, None, f"state dict entry {name!r} holds NaN or infinite values")
+    return payload
+
+
+def open_model_file(path: str):
+    """A model or delta file validated like :func:`read_model_file`, its tensors read on demand.
+
+    Returns an :class:`asrpriv.io.torchfile.TorchFile` whose ``obj`` is the payload with
+    ``meta`` tensors (shapes and dtypes; their values come from its ``slices``), so that a
+    file is streamed without a second copy. The values are NOT checked for NaN or inf here:
+    the caller checks what it reads. Close it (or use it as a context manager).
+    """
+    from asrpriv.io.torchfile import TorchFile
+
+    return TorchFile.open(path, lambda where: _checked_layout(
+        read_any_payload(path, map_location=where), path))
+
+
+def _checked_layout(payload: dict, path: str) -> dict:
+    """The asrpriv model-file layout (format marker, version, keys, kind, tensors)."""
     if not isinstance(payload, dict) or payload.get("format") != FORMAT:
         raise InputError(path, None, f"not an {FORMAT} model file (no format marker)")
     if payload.get("format_version") != FORMAT_VERSION:
@@ -205,8 +254,6 @@ def read_model_file(path: str) -> dict:
     for name, tensor in payload["state_dict"].items():
         if not isinstance(tensor, torch.Tensor):
             raise InputError(path, None, f"state dict entry {name!r} is not a tensor")
-        if tensor.is_floating_point() and not bool(torch.isfinite(tensor).all()):
-            raise InputError(path, None, f"state dict entry {name!r} holds NaN or infinite values")
     return payload
 
 

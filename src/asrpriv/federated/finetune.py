@@ -1,0 +1,209 @@
+"""The ``finetune-lm`` step as a library call: read inputs, build or load, train, write.
+
+It lives in ``federated/`` because ``--init`` runs the client update of paper 001
+(:mod:`asrpriv.federated.client`); the training loop it calls is :mod:`asrpriv.nnlm.train`.
+
+No click here: the command module passes a progress meter and a ``talk`` function (stderr).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Callable
+
+from asrpriv.errors import AsrprivError, InputError, display_name
+from asrpriv.nnlm import losses
+from asrpriv.nnlm.data import read_corpus
+from asrpriv.nnlm.finetune import choose_threads
+
+
+@dataclass
+class FinetuneRequest:
+    """Everything ``finetune-lm`` was asked to do (see the command's --help for each field)."""
+
+    train_path: str = "-"
+    output: str = "-"
+    valid_path: str | None = None
+    ids: bool = False
+    init_path: str | None = None
+    delta_out: str | None = None
+    arch: str = "transformer"
+    vocab_size: int = 0
+    min_count: int = 2
+    vocab_path: str | None = None
+    model_options: dict = field(default_factory=dict)
+    recipe: str = "server"
+    overrides: dict = field(default_factory=dict)
+    confidence: str = "none"
+    train_only: str = "all"
+    lr_decay: float = 0.5
+    patience: int = 2
+    threads: int = 0
+    seed: int | None = None
+    max_words: int | None = None
+    device: str = "cpu"
+    clip: float | None = None
+    by_client: str | None = None
+    utt2client: str | None = None
+    clients_path: str | None = None
+    public: bool = False
+    allow_seeded: bool = False
+
+
+def run_finetune(req: FinetuneRequest, progress: Callable[[], object] | None = None,
+                 talk: Callable[[str], None] = lambda s: None,
+                 warn: Callable[[str], None] | None = None):
+    """Run the step; returns the :class:`asrpriv.nnlm.train.TrainResult`.
+
+    Args:
+        progress: makes a progress meter (``update(n, postfix)``, ``close()``), one per epoch.
+        talk: prints a line for the user (stderr).
+        warn: prints a warning (stderr); default ``talk``.
+    """
+    from asrpriv.nnlm.train import RECIPES
+
+    if req.delta_out and not req.init_path:
+        raise AsrprivError("--delta-out needs --init (a delta is init - new)")
+    if req.clip is not None and not req.delta_out:
+        raise AsrprivError("--clip bounds a delta: give it with --delta-out or --by-client")
+    try:
+        mode, _ = losses.parse_confidence(req.confidence)
+    except ValueError as err:
+        raise AsrprivError(str(err)) from None
+    settings = dict(RECIPES[req.recipe])
+    settings.update({k: v for k, v in req.overrides.items() if v is not None})
+
+    warn = warn or talk
+    corpus = read_corpus(req.train_path, ids=req.ids, max_words=req.max_words)
+    for note in corpus.notes:
+        warn(f"{display_name(req.train_path)}: {note}")
+    if not corpus.sentences:
+        raise InputError(req.train_path, None, "empty input: expected training sentences")
+    if mode != "none" and corpus.confidences is None:
+        raise InputError(req.train_path, None, f"--confidence {req.confidence} needs an N-best TSV "
+                                               "with a 'confidence' column")
+    valid = None
+    if req.valid_path:
+        valid = read_corpus(req.valid_path, ids=req.ids, max_words=req.max_words).sentences
+        if not valid:
+            raise InputError(req.valid_path, None, "empty input: expected validation sentences")
+
+    import torch
+
+    from asrpriv.federated import client
+    from asrpriv.nnlm import modelfile, train
+
+    client.check_device(req.device)
+    torch.set_num_threads(choose_threads(req.threads))
+    if req.seed is not None:
+        torch.manual_seed(req.seed)
+    init = None
+    if req.init_path:
+        check_init_options(req)
+        init = client.load_init(req.init_path, req.device)
+        client.refuse_seeded_init(init, req.allow_seeded)
+        model, vocab, config = init.model, init.vocab, init.config
+    else:
+        if req.vocab_path:
+            from asrpriv.nnlm.vocab import read_word_list
+
+            vocab = read_word_list(req.vocab_path)
+        else:
+            vocab = train.vocab_from_sentences(corpus.sentences, req.vocab_size or None, req.min_count)
+        try:
+            model, config = train.new_model(req.arch, vocab, seed=req.seed, **req.model_options)
+        except ValueError as err:
+            raise AsrprivError(str(err)) from None
+        model.to(req.device)
+
+    n_params = sum(p.numel() for p in model.parameters())
+    talk(f"{config['arch']} LM, {n_params:,} parameters, vocabulary {len(vocab):,}; "
+         f"{len(corpus):,} training sentences, {corpus.words:,} words ({corpus.kind}); "
+         f"{settings['optimizer']} lr {settings['lr']:g}, batch {settings['batch_size']} "
+         f"({'sentences' if settings['batch_by'] == 'sentences' else 'sentences on average, by tokens'}), "
+         f"{settings['epochs']} epoch(s), confidence {req.confidence}, train {req.train_only}")
+
+    bar = [None]  # the current epoch's progress meter, made on its first step
+
+    def on_step(ntok: int, ppl: float | None) -> None:
+        if progress is None:
+            return
+        if bar[0] is None:
+            bar[0] = progress()
+        bar[0].update(ntok, None if ppl is None else f"loss {math.log(ppl):.3f} ppl {ppl:.1f}")
+
+    def on_epoch(rec: dict) -> None:
+        if bar[0] is not None:
+            bar[0].close()
+            bar[0] = None
+        line = (f"epoch {rec['epoch']}: train loss {rec['train_loss']:.4f} ppl {rec['train_ppl']:.2f}, "
+                f"lr {rec['lr']:g}, {rec['seconds']:.1f} s")
+        if "valid_loss" in rec:
+            line += f"; valid loss {rec['valid_loss']:.4f} ppl {rec['valid_ppl']:.2f}"
+        talk(line)
+
+    update = None
+    if init is not None:  # the client update of the many-clients mode, for one client
+        update = client.client_update(
+            init, corpus.sentences, corpus.confidences,
+            settings={**settings, "lr_decay": req.lr_decay, "patience": req.patience},
+            seed=req.seed, clip=req.clip, confidence=req.confidence, train_only=req.train_only,
+            keep_model=True, valid=valid, on_step=on_step, on_epoch=on_epoch)
+        result = update.train
+    else:
+        result = train.train_lm(
+            model, vocab, corpus.sentences, corpus.confidences, valid=valid, confidence=req.confidence,
+            train_only=req.train_only, seed=req.seed, lr_decay=req.lr_decay, patience=req.patience,
+            on_step=on_step, on_epoch=on_epoch, **settings)
+    if result.dropped:
+        talk(f"confidence {req.confidence}: dropped {result.dropped} of "
+             f"{result.dropped + result.sentences} sentences")
+    if valid is not None:
+        talk(f"kept epoch {result.best_epoch}" + (" (stopped early)" if result.stopped_early else ""))
+
+    meta = {"train_words": result.words, "train_sentences": result.sentences,
+            "confidence": req.confidence, "train_only": req.train_only, "seed": req.seed,
+            "epochs_run": len(result.history)}
+    privacy = _output_privacy(req, init)
+    if update is not None:
+        if req.delta_out:
+            if update.clip_l2 is not None:
+                talk(f"delta L2 norm {update.norm:.6g}, clipped to {update.clip_l2:g}"
+                     if update.norm > update.clip_l2 else
+                     f"delta L2 norm {update.norm:.6g} <= clip {update.clip_l2:g}")
+            client.write_delta(req.delta_out, init, update, public=req.public, **meta)
+        modelfile.save_model(req.output, update.model_state, vocab, config, privacy=privacy, **meta)
+    else:
+        modelfile.save_model(req.output, model, vocab, config, privacy=privacy, **meta)
+    return result
+
+
+def _output_privacy(req: FinetuneRequest, init):
+    """The trained model's privacy state: the start model's (``--init``), the vocabulary
+    file's (an ARPA records one; a word list is asserted public) and the training text's
+    (raw unless ``--public``)."""
+    from asrpriv.provenance import Inputs
+
+    inputs = Inputs(allow_seeded=True)  # seeded inputs were refused when they were read
+    if init is not None:
+        inputs.add(req.init_path, init.privacy)
+    if req.vocab_path and _is_arpa(req.vocab_path):
+        inputs.add_arpa(req.vocab_path)
+    inputs.add_text(req.train_path, req.public)
+    return inputs.state()
+
+
+def _is_arpa(path: str) -> bool:
+    from asrpriv.provenance import sniff
+
+    return sniff(path) == "arpa"
+
+
+def check_init_options(req: FinetuneRequest) -> None:
+    """--init keeps the model's shape: refuse architecture options (AsrprivError)."""
+    given = {k: v for k, v in req.model_options.items() if v is not None}
+    if req.vocab_path:
+        given["vocab"] = req.vocab_path
+    if given:
+        raise AsrprivError(f"--init keeps the model's shape; drop {', '.join('--' + k.replace('_', '-') for k in given)}")
