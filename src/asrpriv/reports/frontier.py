@@ -52,6 +52,10 @@ REFERENCE = {"firstpass": "first-pass 1-best (no second pass)",
              "ngram": "unadapted background 3-gram rescoring (FMA's starting point)"}
 COLOURS = {"dp-fmp": "tab:blue", "dp-fedadam": "tab:red", "fma-ngram": "tab:green"}
 MARKERS = {"utterance": "o", "client": "s"}
+# the non-private lines: one dash pattern per method (two may coincide); points of methods at the
+# same epsilon are spread apart on the x-axis by these factors
+DASHES = {"dp-fmp": (0, (6, 3)), "dp-fedadam": (0, (2, 2)), "fma-ngram": (0, (8, 2, 2, 2))}
+SPREAD = {"dp-fmp": 0.94, "dp-fedadam": 1.0, "fma-ngram": 1.06}
 
 
 def _load(path: str) -> dict:
@@ -190,14 +194,14 @@ def plot(path: str, points: list[dict], data: str | None) -> None:
         colour = COLOURS[method]
         mine = [p for p in points if p["method"] == method and not math.isinf(p["epsilon"])]
         if mine:
-            xs = [p["epsilon"] for p in mine]
+            xs = [p["epsilon"] * SPREAD[method] for p in mine]
             ys = [p["wer"] for p in mine]
             err = [[p["wer"] - p["wer_lo"] for p in mine], [p["wer_hi"] - p["wer"] for p in mine]]
             ax.errorbar(xs, ys, yerr=err, fmt=MARKERS[unit] + "-", color=colour, capsize=3,
                         label=f"{label}; unit: {unit}; mean of draws, 95% CI")
         inf = next((p for p in points if p["method"] == method and math.isinf(p["epsilon"])), None)
         if inf is not None:
-            ax.axhline(inf["wer"], color=colour, ls="--", lw=1.2,
+            ax.axhline(inf["wer"], color=colour, ls=DASHES[method], lw=1.2,
                        label=f"{label.split(' (')[0]}, non-private (dotted: 95% CI)")
             for edge in (inf["wer_lo"], inf["wer_hi"]):
                 ax.axhline(edge, color=colour, ls=":", lw=0.7)
@@ -211,7 +215,7 @@ def plot(path: str, points: list[dict], data: str | None) -> None:
     ax.grid(alpha=0.3)
     ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.14), frameon=False)
     fig.text(0.01, 0.01, f"Data: {data_name(data)}. Client-level and utterance-level epsilons are not "
-             "comparable.", fontsize=7, wrap=True)
+             "comparable. Methods at the same epsilon are drawn 6% apart on the x-axis.", fontsize=7, wrap=True)
     fig.tight_layout(rect=(0, 0.03, 1, 1))
     tmp = path + ".tmp.png"
     fig.savefig(tmp, dpi=120)
