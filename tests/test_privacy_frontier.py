@@ -93,6 +93,11 @@ def test_help_lists_knobs():
     assert proc.returncode == 0
     for knob in ("DEV_PER_CLIENT", "EPSILONS", "Z", "RATE", "ROUNDS", "DRAWS", "BOOTSTRAP", "FMP_T", "CLIP"):
         assert f"  {knob} " in proc.stdout, knob
+    # every environment knob the script reads (${NAME:-default} or ${NAME-default}) is in --help
+    import re
+    script = (ROOT / "bin" / "privacy-frontier").read_text()
+    read = set(re.findall(r"\$\{([A-Z_]+):?-", script))
+    assert read and all(re.search(rf"\b{k}\b", proc.stdout) for k in read), read
 
 
 @pytest.mark.slow  # a few minutes on the shared 2 cores: ~25 processes that import torch
