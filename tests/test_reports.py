@@ -99,3 +99,24 @@ def test_data_name_of_the_bundled_set_and_its_source_file():
 def test_bin_reports_are_thin_wrappers(wrapper):
     text = (ROOT / "bin" / wrapper).read_text()
     assert len(text.splitlines()) < 12 and "from asrpriv.reports." in text
+
+
+def test_leakage_report_names_data_and_draws_the_plot(tmp_path):
+    from asrpriv.reports import leakage
+
+    lab = {"purity": 0.5, "entropy": 1.0, "pure_clusters": 1, "clusters": 4}
+    rep = {"items": 16, "labels": {"speaker": lab, "meeting": lab, "gender": lab},
+           "rank": {"mean_rank": 3.0, "chance_rank": 8.5},
+           "probe": {"gender": {"accuracy": 0.6, "accuracy_ci": [0.4, 0.8], "chance": 0.5, "auc": 0.6,
+                                "auc_ci": [0.4, 0.8]}}}
+    for name in ("e1-emb", "dp-z0", "counts-clean"):
+        for method in ("constrained", "random", "divisive"):
+            d = tmp_path / "audit" / name / method
+            d.mkdir(parents=True)
+            (d / "report.json").write_text(json.dumps(rep))
+    args = ["--data", str(AMI), "--mode", "tiny", "--epochs", "1", "--layers", "emb=embedding.*", "--z", "",
+            "--clip", "1", "--audit-epoch", "1", "--epsilons", "", "--max-l1", "15", "--seconds", "9", str(tmp_path)]
+    assert leakage.main(args) == 0
+    text = (tmp_path / "results.md").read_text()
+    assert NAME in text and "on AMI\n" not in text.splitlines()[0] and "Run time 9 s" in text
+    assert (tmp_path / "leakage_vs_noise.png").stat().st_size > 1000
