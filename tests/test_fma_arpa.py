@@ -137,7 +137,7 @@ def trained(tmp_path_factory):
     d = tmp_path_factory.mktemp("fma")
     lines = (AMI / "train_text").read_text().splitlines()[:80]
     (d / "train.txt").write_text("\n".join(lines) + "\n")
-    assert run_cli(["train-ngram", "--ids", "-q", str(d / "train.txt"), "-o", str(d / "bg.arpa")]).exit_code == 0
+    assert run_cli(["train-ngram", "--ids", "--public", "-q", str(d / "train.txt"), "-o", str(d / "bg.arpa")]).exit_code == 0
     refs = (AMI / "adapt" / "ref.txt").read_text().splitlines()[:120]
     (d / "adapt.txt").write_text("\n".join(refs) + "\n")
     assert run_cli(["count-unigrams", "--text", "--ids", "-q", str(d / "adapt.txt"),
