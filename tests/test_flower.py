@@ -192,7 +192,8 @@ def test_dp_failures_dropped_same_noise_and_history(work, tmp_path):
         assert report["noise_std"] == pytest.approx(z * clip / expected, rel=1e-12)
         cohort = shell / f"c{t}.txt"
         cohort.write_text("".join(c + "\n" for c in contributed), encoding="utf-8")
-        shell_round(work, shell, t, cohort, 11 * 100000 + t, ["--clip", str(clip)],
+        shell_round(work, shell, t, cohort, 11 * 100000 + t,
+                    ["--clip", str(clip), "--allow-seeded-test-noise"],
                     ["--noise-multiplier", str(z), "--clip", str(clip), "--expected-clients",
                      str(expected), "--sample-rate", str(q), "--seed", str(13 * 100000 + t),
                      "--allow-seeded-test-noise"])

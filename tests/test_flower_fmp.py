@@ -56,7 +56,7 @@ def shell_rounds(work, out, T, eps=None, drop=None):
     ok(run_cli(["split-nbest", "-q", str(work / "nbest.tsv"), "--parts", str(T + 1), "-o", str(out / "groups")]))
     factors = []
     for t in range(T + 1):
-        ok(run_cli(["rescore-nbest", "-q", "--nnlm", str(work / "nnlm.pt"), "--weights",
+        ok(run_cli(["rescore-nbest", "-q", *seeded, "--nnlm", str(work / "nnlm.pt"), "--weights",
                     str(work / "weights.txt"), *factors, "--threads", "1",
                     str(out / "groups" / f"part-{t}.tsv"), "-o", str(out / f"rescored-{t}.tsv")]))
         if t == T:
