@@ -42,7 +42,7 @@ import torch.nn.functional as F  # noqa: E402
 
 from asrpriv.nnlm import train  # noqa: E402
 from asrpriv.nnlm.data import read_corpus  # noqa: E402
-from asrpriv.nnlm.finetune import choose_threads  # noqa: E402
+from asrpriv.nnlm.runtime import choose_threads  # noqa: E402
 from asrpriv.nnlm.model import build_model  # noqa: E402
 
 

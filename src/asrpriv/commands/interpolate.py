@@ -122,11 +122,9 @@ def _estimate(lm_paths, class_files, heldout, ids, init, tol, max_iter, oov_poli
     lms = [load_lm(p, classes=c, batch_size=batch_size)  # fail fast, before stdin
            for p, c in zip(lm_paths, pair_classes(lm_paths, class_files))]
     if any(lm.kind == "nnlm" for lm in lms):
-        import torch
+        from asrpriv.nnlm.runtime import use_threads
 
-        from asrpriv.nnlm.finetune import choose_threads
-
-        torch.set_num_threads(choose_threads(threads))
+        use_threads(threads)
     sentences = read_corpus(heldout, ids=ids).sentences
     if not sentences:
         raise InputError(heldout, None, "empty input: expected held-out sentences")

@@ -67,11 +67,9 @@ def perplexity(text, lm_paths, class_files, weights_text, per_word, ids, as_json
     lms = [load_lm(p, classes=c, batch_size=batch_size)  # before stdin: fail fast
            for p, c in zip(lm_paths, pair_classes(lm_paths, class_files))]
     if any(lm.kind == "nnlm" for lm in lms):
-        import torch
+        from asrpriv.nnlm.runtime import use_threads
 
-        from asrpriv.nnlm.finetune import choose_threads
-
-        torch.set_num_threads(choose_threads(threads))
+        use_threads(threads)
     neural = any(lm.kind == "nnlm" for lm in lms)
     corpus = read_corpus(text, ids=ids, max_words=max_words if neural else None)
     for note in corpus.notes:

@@ -145,9 +145,9 @@ def rescore_nbest(ctx: click.Context, inputs, nnlm, ngram, class_files, ngram_we
             raise AsrprivError(f"{weights_file}: nnlm_weight must lie in [0, 1]")
 
     if threads:
-        import torch
+        from asrpriv.nnlm.runtime import use_threads
 
-        torch.set_num_threads(threads)
+        use_threads(threads)
     nnlm_scorer = ngram_scorer = factors = None
     if nnlm:
         from asrpriv.rescore.nnlm import NnlmScorer

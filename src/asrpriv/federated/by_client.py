@@ -124,7 +124,8 @@ def run_by_client(req, progress: Callable[..., object] | None = None,
     """
     from asrpriv.nnlm import losses
     from asrpriv.nnlm.data import read_corpus
-    from asrpriv.nnlm.finetune import check_init_options, choose_threads
+    from asrpriv.nnlm.finetune import check_init_options
+    from asrpriv.nnlm.runtime import check_device, use_threads
     from asrpriv.nnlm.train import RECIPES
 
     warn = warn or talk
@@ -169,8 +170,8 @@ def run_by_client(req, progress: Callable[..., object] | None = None,
 
     from asrpriv.federated import client
 
-    client.check_device(req.device)
-    torch.set_num_threads(choose_threads(req.threads))
+    check_device(req.device)
+    use_threads(req.threads)
     init = client.load_init(req.init_path, req.device)
     talk(f"{init.config['arch']} LM {display_name(req.init_path)}, "
          f"{sum(p.numel() for p in init.model.parameters()):,} parameters; {len(clients)} of "

@@ -6,7 +6,6 @@ No click here: the command module passes a progress meter and a ``talk`` functio
 from __future__ import annotations
 
 import math
-import os
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -44,24 +43,6 @@ class FinetuneRequest:
     by_client: str | None = None
     utt2client: str | None = None
     clients_path: str | None = None
-
-
-def choose_threads(requested: int) -> int:
-    """torch CPU threads: ``requested``, else OMP_NUM_THREADS, else min(available CPUs, 4).
-
-    Small LMs gain little beyond a few threads, and more threads than free cores make every
-    step slower (spin-waiting), so the default stays modest.
-    """
-    if requested:
-        return requested
-    env = os.environ.get("OMP_NUM_THREADS", "")
-    if env.isdigit() and int(env) > 0:
-        return int(env)
-    try:
-        cpus = len(os.sched_getaffinity(0))
-    except AttributeError:  # not Linux
-        cpus = os.cpu_count() or 1
-    return max(1, min(cpus, 4))
 
 
 def run_finetune(req: FinetuneRequest, progress: Callable[[], object] | None = None,
@@ -104,12 +85,12 @@ def run_finetune(req: FinetuneRequest, progress: Callable[[], object] | None = N
 
     import torch
 
-    from asrpriv.nnlm import modelfile, train
-
     from asrpriv.federated import client
+    from asrpriv.nnlm import modelfile, train
+    from asrpriv.nnlm.runtime import check_device, use_threads
 
-    client.check_device(req.device)
-    torch.set_num_threads(choose_threads(req.threads))
+    check_device(req.device)
+    use_threads(req.threads)
     if req.seed is not None:
         torch.manual_seed(req.seed)
     init = None

@@ -32,31 +32,7 @@ from typing import Sequence
 import numpy as np
 
 from asrpriv.errors import AsrprivError, InputError
-from asrpriv.nnlm.gemm import padded_columns
-
-
-def plan_batches(lengths: Sequence[int], batch_tokens: int) -> list[list[int]]:
-    """Cut indices into batches, longest first, of at most ``batch_tokens`` padded positions.
-
-    ``lengths`` are the padded-row lengths (words + 1). A row longer than the budget gets a
-    batch of its own. Sorting by length keeps padding small; ties keep input order.
-    """
-    order = sorted(range(len(lengths)), key=lambda i: (-lengths[i], i))
-    batches: list[list[int]] = []
-    current: list[int] = []
-    width = 0
-    for i in order:
-        n = lengths[i]
-        new_width = max(width, n)
-        if current and new_width * (len(current) + 1) > batch_tokens:
-            batches.append(current)
-            current, width = [], 0
-            new_width = n
-        current.append(i)
-        width = new_width
-    if current:
-        batches.append(current)
-    return batches
+from asrpriv.nnlm.gemm import padded_columns, plan_batches
 
 
 class NnlmScorer:
