@@ -4,7 +4,7 @@ Same model (the FMP paper's Transformer shape by default: embedding 256, FFN 102
 4 heads, vocabulary of the bundled AMI training text), same N-best lists (the bundled AMI dev
 set), same run. Prints hypotheses/s of both and their ratio (target >= 10x on CPU), and the
 achieved FLOP rate of rescore-nbest as a fraction of a torch matmul measured in the same run
-(target >= 30%). Weights are random (speed does not depend on them).
+(target >= 70%, issue 28). Weights are random (speed does not depend on them).
 
 By default rescore-nbest runs on the whole dev set (986 utterances, 19,637 hypotheses) and the
 naive loop on 2,000 evenly spaced hypotheses of it (the first hypotheses of the file are longer
@@ -182,6 +182,11 @@ def main() -> None:
     print(f"speed-up: {fast_rate / naive_rate:.1f}x (best of {len(pair_ratios)} each); per pair of runs "
           f"{', '.join(f'{r:.1f}' for r in sorted(pair_ratios))}, median "
           f"{statistics.median(pair_ratios):.1f}x  (target >= 10x)")
+    from _record import record
+
+    record("rescore_nbest", fast_rate / naive_rate, ">= 10x", median=statistics.median(pair_ratios),
+           repeats=len(pair_ratios), best={"rescore_hyps_per_s": fast_rate, "naive_hyps_per_s": naive_rate},
+           what=f"rescore-nbest / one hypothesis at a time, hyps/s ({args.device}, {args.threads} threads)")
     if args.arch == "transformer":
         forest = PrefixForest([scorer.encode(h) for h in hyps],
                               [u for u, utt in enumerate(utts) for _ in utt.hyps], bos, eos,
@@ -193,8 +198,11 @@ def main() -> None:
         print(f"distinct histories: {forest.n_nodes} nodes, {len(forest.history_node)} output "
               f"distributions for {tokens} scored positions")
         print(f"achieved: {executed / fast_s / 1e9:.1f} GFLOP/s executed; torch matmul in this run: "
-              f"{ref:.1f} GFLOP/s -> {100 * executed / fast_s / 1e9 / ref:.0f}% (target >= 30%); "
+              f"{ref:.1f} GFLOP/s -> {100 * executed / fast_s / 1e9 / ref:.0f}% (target >= 70%); "
               f"naive-equivalent {naive_flops / fast_s / 1e9:.1f} GFLOP/s")
+        record("rescore_nbest_flops", executed / fast_s / 1e9 / ref, ">= 0.7x", repeats=len(pair_ratios),
+               best={"executed_gflops": executed / fast_s / 1e9, "matmul_gflops": ref},
+               what="rescore-nbest's executed FLOP rate / a same-run torch matmul's")
 
 
 if __name__ == "__main__":
