@@ -70,6 +70,8 @@ def main() -> None:
     ap.add_argument("--batch-tokens", type=int, default=4096)
     ap.add_argument("--vocab-size", type=int, default=0, help="0 = every word of the AMI training text")
     ap.add_argument("--arch", default="transformer", choices=["transformer", "lstm"])
+    ap.add_argument("--precision", default="fp32", choices=["fp32", "bf16"],
+                    help="rescore-nbest --precision; bf16 also times fp32 in the same run")
     args = ap.parse_args()
 
     import torch
@@ -115,7 +117,8 @@ def main() -> None:
     tokens = sum(len(h) + 1 for h in hyps)
     context = sum((len(h) + 1) * (len(h) + 2) / 2 for h in hyps) / tokens  # mean causal context
 
-    scorer = NnlmScorer(model_path, device=args.device, batch_tokens=args.batch_tokens)
+    scorer = NnlmScorer(model_path, device=args.device, batch_tokens=args.batch_tokens,
+                        precision=args.precision)
     print(f"model: {config['arch']} {config}  |V|={len(vocab)}  threads={args.threads} device={args.device}")
     print(f"data: {len(utts)} AMI dev utterances, {n_hyps} hypotheses, {tokens} scored tokens "
           f"(mean {tokens / n_hyps:.1f} per hypothesis)")
@@ -169,6 +172,25 @@ def main() -> None:
         fast_scores[(cols[0], int(cols[i_fpr]))] = float(cols[i_nn])
     keys = [(u.utt_id, h.rank) for u in utts for h in u.hyps]
     worst = max(abs(fast_scores[keys[i]] - s) for i, s in zip(picked, naive_scores))
+    if args.precision == "bf16":  # against fp32 rescoring in this run: speed and score change
+        exact = NnlmScorer(model_path, device=args.device, batch_tokens=args.batch_tokens)
+        seqs = [scorer.encode(h) for h in hyps]
+        units = [u for u, utt in enumerate(utts) for _ in utt.hyps]
+        t32, t16 = float("inf"), float("inf")
+        for _ in range(max(1, args.repeats)):
+            t = time.perf_counter()
+            s32 = exact.score(seqs, units=units)
+            sync()
+            t32 = min(t32, time.perf_counter() - t)
+            t = time.perf_counter()
+            s16 = scorer.score(seqs, units=units)
+            sync()
+            t16 = min(t16, time.perf_counter() - t)
+        diff = [abs(a - b) / max(1, len(h) + 1) for a, b, h in zip(s16, s32, hyps)]
+        print(f"ratio bf16 / fp32 scoring time: {t16 / t32:.2f}x ({t16:.2f} s vs {t32:.2f} s, best of "
+              f"{max(1, args.repeats)}); |bf16 - fp32| per token: mean {statistics.mean(diff):.2g}, "
+              f"max {max(diff):.2g} nats")
+        worst = 0.0  # the naive loop is fp32: compared above instead
     if worst > 1e-3:
         raise SystemExit(f"rescore-nbest and the naive loop disagree by {worst:.2g}")
 

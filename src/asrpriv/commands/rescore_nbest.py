@@ -81,6 +81,9 @@ Weights from tune-weights: --weights FILE; options given on the command line win
               help="Where the NNLM runs.")
 @click.option("--threads", type=click.IntRange(min=1), default=None,
               help="CPU threads for the NNLM (default: torch's choice).")
+@click.option("--precision", type=click.Choice(["fp32", "bf16"]), default="fp32", show_default=True,
+              help="NNLM arithmetic: fp32, or bf16 (opt-in: bfloat16 products on CPUs with "
+                   "AVX512-BF16/AMX or on a GPU; scores change slightly, see docs/PERFORMANCE.md).")
 @click.option("--batch-tokens", type=click.IntRange(min=1), default=4096, show_default=True,
               help="Padded positions per NNLM forward pass (rows x longest row); for a "
                    "Transformer, prefix-tree nodes (each distinct history of an utterance's "
@@ -102,7 +105,7 @@ Weights from tune-weights: --weights FILE; options given on the command line win
 def rescore_nbest(ctx: click.Context, inputs, nnlm, ngram, class_files, ngram_weights, factors_file, factors_dir,
                   missing_factors,
                   unnormalized, lm_weight, nnlm_weight, word_penalty, weights_file, reuse_scores, best,
-                  device, threads, batch_tokens, max_words, unk_penalty, chunk_utts, output) -> None:
+                  device, threads, precision, batch_tokens, max_words, unk_penalty, chunk_utts, output) -> None:
     from asrpriv.errors import AsrprivError
     from asrpriv.io.output import open_output
     from asrpriv.options import info, is_verbose
@@ -152,7 +155,7 @@ def rescore_nbest(ctx: click.Context, inputs, nnlm, ngram, class_files, ngram_we
     if nnlm:
         from asrpriv.rescore.nnlm import NnlmScorer
 
-        nnlm_scorer = NnlmScorer(nnlm, device=device, batch_tokens=batch_tokens,
+        nnlm_scorer = NnlmScorer(nnlm, device=device, batch_tokens=batch_tokens, precision=precision,
                                  normalized=not unnormalized)
     if len(ngram) == 1 and ngram_weights is None:
         from asrpriv.rescore.ngram import NgramScorer

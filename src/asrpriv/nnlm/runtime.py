@@ -98,3 +98,16 @@ def check_device(device: str) -> None:
 
         if not torch.cuda.is_available():
             raise AsrprivError("--device cuda: no CUDA device is available")
+
+
+def bf16_supported(device: str = "cpu") -> bool:
+    """Whether ``device`` runs bfloat16 matrix products natively (CPU: AVX512-BF16 or AMX, as
+    oneDNN reports it; CUDA: ``torch.cuda.is_bf16_supported``)."""
+    import torch
+
+    if device.startswith("cuda"):
+        return torch.cuda.is_available() and torch.cuda.is_bf16_supported()
+    try:
+        return bool(torch.ops.mkldnn._is_mkldnn_bf16_supported())
+    except (AttributeError, RuntimeError):
+        return False
