@@ -41,7 +41,6 @@ def approx_ngram(text, model_path, order, ids, min_backoff, batch_tokens, device
     import time
 
     import numpy as np
-    import torch
 
     from asrpriv.errors import InputError
     from asrpriv.io.output import open_output

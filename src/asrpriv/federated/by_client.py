@@ -166,8 +166,6 @@ def run_by_client(req, progress: Callable[..., object] | None = None,
         check_client_name(name)
     check_directory(req.by_client, clients)
 
-    import torch
-
     from asrpriv.federated import client
 
     check_device(req.device)
