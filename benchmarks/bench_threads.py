@@ -154,7 +154,8 @@ def main() -> None:
                   f"(target <= {target}x)")
             record(f"threads_{workload}_{case}", best, f"<= {target}x", median=med,
                    repeats=len(a), best={ours: min(a), base: min(b)},
-                   what=f"{workload}: {ours} / {base} ({case})")
+                   what=f"{workload}: {ours} / {base} thread setting, "
+                        + ("no competing job of its own" if case == "idle" else "beside its own busy loop"))
         if args.with_before_loaded:
             a, b = times[(workload, "loaded", "before")], times[(workload, "loaded", "one")]
             print(f"  (loaded, old setting / one thread: {min(a) / min(b):.2f}x)")
