@@ -32,8 +32,14 @@ test-all: $(STAMP)
 demo: $(STAMP)
 	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" bash bin/fmp-experiment --reduced examples/data/ami out/demo
 
+# make bench: every benchmark with its defaults (about 25-30 min on the 2-core machine), each
+# recording into benchmarks/results.json; then the README's table is generated from that file.
+BENCH_RESULTS := benchmarks/results.json
 bench: $(STAMP)
-	for b in benchmarks/bench_*.py; do $(PY) $$b || exit 1; done
+	$(PY) benchmarks/_record.py start $(BENCH_RESULTS)
+	for b in benchmarks/bench_*.py; do ASRPRIV_BENCH_RESULTS=$(BENCH_RESULTS) $(PY) $$b || exit 1; done
+	$(PY) benchmarks/_record.py finish $(BENCH_RESULTS)
+	$(PY) benchmarks/table.py --readme README.md $(BENCH_RESULTS)
 
 clean:
 	rm -rf $(VENV) out build *.egg-info src/*.egg-info

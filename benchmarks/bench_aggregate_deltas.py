@@ -147,6 +147,14 @@ def main() -> None:
     print(f"# fedadam / read: best-of {min(r['seconds'] for r in rows['fedadam']) / base:.2f}x, "
           f"median per-pair {statistics.median(ratios):.2f}x (target <= 1.5x); "
           f"peak memory target <= 3 models")
+    from _record import record
+
+    agg = rows["fedadam"]
+    record("aggregate_deltas", min(r["seconds"] for r in agg) / base, "<= 1.5x",
+           median=statistics.median(ratios), repeats=len(agg),
+           best={"fedadam_s": min(r["seconds"] for r in agg), "read_s": base},
+           peak_models=max(r["peak_kb"] - r["base_kb"] for r in agg) / 1024 / model_mb,
+           peak_target="<= 3 models", what="aggregate --server fedadam of 100 deltas / reading them")
     print(f"# files in {work} (delete when done)")
 
 

@@ -107,6 +107,12 @@ def main() -> None:
           f"{a_tokens / t_all:.0f} tokens/s")
     print(f"ratio approx-ngram scoring / rescorer: {(a_tokens / t_s) / (r_tokens / t_r):.2f}x "
           f"(target >= 0.8x); end to end: {(a_tokens / t_all) / (r_tokens / t_r):.2f}x")
+    from _record import record
+
+    record("approx_ngram", (a_tokens / t_s) / (r_tokens / t_r), ">= 0.8x", repeats=args.repeats,
+           best={"approx_tokens_per_s": a_tokens / t_s, "rescorer_tokens_per_s": r_tokens / t_r},
+           same_text_ratio=t_same / t_s,
+           what="approx-ngram scoring / rescore-nbest's scorer, tokens/s (dev N-best vs train text)")
     print(f"the rescorer on approx-ngram's own sentences (one hypothesis each): {t_same:.2f} s; "
           f"approx-ngram scoring / rescorer on the same text: {t_same / t_s:.2f}x")
     print(f"the rescorer computed {distinct} distinct histories for its {r_tokens} tokens "

@@ -92,6 +92,11 @@ def processes(work: Path, n_clients: int, n_single: int) -> None:
           f"({single / n_single:.2f} s each)")
     print(f"ratio (client updates/s): {many_rate / single_rate:.1f}x   (target >= 10x; "
           f"deltas of the {n_single} clients byte-identical in both modes)")
+    from _record import record
+
+    record("finetune_clients", many_rate / single_rate, ">= 10x", repeats=1,
+           best={"by_client_per_s": many_rate, "process_per_client_per_s": single_rate},
+           what="finetune-lm --by-client / one process per client, client updates/s")
 
 
 def plain_update(init, sentences, seed: int) -> None:
@@ -163,6 +168,11 @@ def in_process(work: Path, repeats: int, n_clients: int) -> None:
           f"tokens/s, plain PyTorch loop {tokens / best['plain']:,.0f} tokens/s; ratio best-of-{repeats} "
           f"{best['plain'] / best['ours']:.2f}x, per-run median {statistics.median(ratios):.2f}x "
           f"(target >= 0.9x)")
+    from _record import record
+
+    record("finetune_clients_loop", best["plain"] / best["ours"], ">= 0.9x", repeats=repeats,
+           median=statistics.median(ratios), best={"ours_s": best["ours"], "plain_s": best["plain"]},
+           what="client_update / a plain in-process PyTorch loop, tokens/s")
 
 
 VARIANTS = ("all", "nn-dropout", "no-allocator", "none")

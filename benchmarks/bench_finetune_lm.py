@@ -42,7 +42,7 @@ import torch.nn.functional as F  # noqa: E402
 
 from asrpriv.nnlm import train  # noqa: E402
 from asrpriv.nnlm.data import read_corpus  # noqa: E402
-from asrpriv.nnlm.finetune import choose_threads  # noqa: E402
+from asrpriv.nnlm.runtime import choose_threads  # noqa: E402
 from asrpriv.nnlm.model import build_model  # noqa: E402
 
 
@@ -80,9 +80,9 @@ def main() -> None:
     ap.add_argument("--arch", choices=["transformer", "lstm"], default="transformer")
     ap.add_argument("--sentences", type=int, default=3000, help="training sentences per timed run")
     ap.add_argument("--batch-size", type=int, default=32)
-    ap.add_argument("--repeats", type=int, default=4,
+    ap.add_argument("--repeats", type=int, default=3,
                     help="timed runs of each loop: best of each, and the median of per-run ratios")
-    ap.add_argument("--epochs", type=int, default=3, help="epochs of the perplexity-vs-time run")
+    ap.add_argument("--epochs", type=int, default=2, help="epochs of the perplexity-vs-time run")
     ap.add_argument("--ppl-sentences", type=int, default=8000)
     ap.add_argument("--threads", type=int, default=0)
     ap.add_argument("--batch-by", choices=["tokens", "sentences"], default="tokens",
@@ -155,6 +155,12 @@ def main() -> None:
           f"{best['base']:,.0f} tokens/s (best of {args.repeats}): ratio {best['ours'] / best['base']:.2f}x; "
           f"per run {', '.join(f'{r:.2f}' for r in pairs)}, median {statistics.median(pairs):.2f}x "
           f"(target >= 1.0x)")
+    from _record import record
+
+    record("finetune_lm", best["ours"] / best["base"], ">= 1.0x", median=statistics.median(pairs),
+           repeats=args.repeats, best={"finetune_lm_tokens_per_s": best["ours"],
+                                       "examples_tokens_per_s": best["base"]},
+           what=f"finetune-lm training / a pytorch/examples-style loop, tokens/s ({args.arch})")
     print(f"  loops alone (baseline given finetune-lm's allocator setting too): "
           f"{best['base-same-allocator']:,.0f} tokens/s: ratio {best['ours'] / best['base-same-allocator']:.2f}x; "
           f"per run median {statistics.median(alone):.2f}x")

@@ -119,6 +119,11 @@ def main() -> None:
     print(f"ratio: Flower/shell round time {sum(flower_round) / sum(shell_round):.3f}x "
           f"(overhead {100 * overhead:+.1f}%, target <= +20%); engine overhead {engine:+.1f} s/round")
     print(f"per-client update {per_client:.3f} s; server aggregate {agg:.2f} s/round")
+    from _record import record
+
+    record("flower", sum(flower_round) / sum(shell_round), "<= 1.2x", repeats=args.rounds,
+           best={"flower_round_s": flower_round, "shell_round_s": shell_round, "startup_s": startup},
+           what="fl-simulate round / shell round (finetune-lm --by-client + aggregate)")
     for workers in (1, 8, 64):
         round_s = math.ceil(100 / workers) * per_client + agg + max(engine, 0.0)
         hours = 1000 * round_s / 3600

@@ -14,6 +14,7 @@ twice, alternated; the best of each is compared.
 from __future__ import annotations
 
 import json
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -74,6 +75,12 @@ def main() -> None:
     print(f"baseline kenlm load + streams (process): {base_times}")
     print(f"asrpriv interpolate end to end:          {cli_times}")
     print(f"ratio (best of each): {t_cli / t_base:.2f}x  (target <= 2x)")
+    from _record import record
+
+    record("interpolate", t_cli / t_base, "<= 2x", repeats=len(cli_times),
+           median=statistics.median(c / b for c, b in zip(cli_times, base_times)),
+           best={"interpolate_s": t_cli, "kenlm_streams_s": t_base},
+           what="interpolate --heldout (3 LMs) / kenlm loading them and computing the streams")
 
 
 if __name__ == "__main__":

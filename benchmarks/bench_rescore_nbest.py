@@ -4,7 +4,7 @@ Same model (the FMP paper's Transformer shape by default: embedding 256, FFN 102
 4 heads, vocabulary of the bundled AMI training text), same N-best lists (the bundled AMI dev
 set), same run. Prints hypotheses/s of both and their ratio (target >= 10x on CPU), and the
 achieved FLOP rate of rescore-nbest as a fraction of a torch matmul measured in the same run
-(target >= 30%). Weights are random (speed does not depend on them).
+(target >= 70%, issue 28). Weights are random (speed does not depend on them).
 
 By default rescore-nbest runs on the whole dev set (986 utterances, 19,637 hypotheses) and the
 naive loop on 2,000 evenly spaced hypotheses of it (the first hypotheses of the file are longer
@@ -70,6 +70,8 @@ def main() -> None:
     ap.add_argument("--batch-tokens", type=int, default=4096)
     ap.add_argument("--vocab-size", type=int, default=0, help="0 = every word of the AMI training text")
     ap.add_argument("--arch", default="transformer", choices=["transformer", "lstm"])
+    ap.add_argument("--precision", default="fp32", choices=["fp32", "bf16"],
+                    help="rescore-nbest --precision; bf16 also times fp32 in the same run")
     args = ap.parse_args()
 
     import torch
@@ -115,7 +117,8 @@ def main() -> None:
     tokens = sum(len(h) + 1 for h in hyps)
     context = sum((len(h) + 1) * (len(h) + 2) / 2 for h in hyps) / tokens  # mean causal context
 
-    scorer = NnlmScorer(model_path, device=args.device, batch_tokens=args.batch_tokens)
+    scorer = NnlmScorer(model_path, device=args.device, batch_tokens=args.batch_tokens,
+                        precision=args.precision)
     print(f"model: {config['arch']} {config}  |V|={len(vocab)}  threads={args.threads} device={args.device}")
     print(f"data: {len(utts)} AMI dev utterances, {n_hyps} hypotheses, {tokens} scored tokens "
           f"(mean {tokens / n_hyps:.1f} per hypothesis)")
@@ -169,6 +172,25 @@ def main() -> None:
         fast_scores[(cols[0], int(cols[i_fpr]))] = float(cols[i_nn])
     keys = [(u.utt_id, h.rank) for u in utts for h in u.hyps]
     worst = max(abs(fast_scores[keys[i]] - s) for i, s in zip(picked, naive_scores))
+    if args.precision == "bf16":  # against fp32 rescoring in this run: speed and score change
+        exact = NnlmScorer(model_path, device=args.device, batch_tokens=args.batch_tokens)
+        seqs = [scorer.encode(h) for h in hyps]
+        units = [u for u, utt in enumerate(utts) for _ in utt.hyps]
+        t32, t16 = float("inf"), float("inf")
+        for _ in range(max(1, args.repeats)):
+            t = time.perf_counter()
+            s32 = exact.score(seqs, units=units)
+            sync()
+            t32 = min(t32, time.perf_counter() - t)
+            t = time.perf_counter()
+            s16 = scorer.score(seqs, units=units)
+            sync()
+            t16 = min(t16, time.perf_counter() - t)
+        diff = [abs(a - b) / max(1, len(h) + 1) for a, b, h in zip(s16, s32, hyps)]
+        print(f"ratio bf16 / fp32 scoring time: {t16 / t32:.2f}x ({t16:.2f} s vs {t32:.2f} s, best of "
+              f"{max(1, args.repeats)}); |bf16 - fp32| per token: mean {statistics.mean(diff):.2g}, "
+              f"max {max(diff):.2g} nats")
+        worst = 0.0  # the naive loop is fp32: compared above instead
     if worst > 1e-3:
         raise SystemExit(f"rescore-nbest and the naive loop disagree by {worst:.2g}")
 
@@ -182,6 +204,11 @@ def main() -> None:
     print(f"speed-up: {fast_rate / naive_rate:.1f}x (best of {len(pair_ratios)} each); per pair of runs "
           f"{', '.join(f'{r:.1f}' for r in sorted(pair_ratios))}, median "
           f"{statistics.median(pair_ratios):.1f}x  (target >= 10x)")
+    from _record import record
+
+    record("rescore_nbest", fast_rate / naive_rate, ">= 10x", median=statistics.median(pair_ratios),
+           repeats=len(pair_ratios), best={"rescore_hyps_per_s": fast_rate, "naive_hyps_per_s": naive_rate},
+           what=f"rescore-nbest / one hypothesis at a time, hyps/s ({args.device}, {args.threads} threads)")
     if args.arch == "transformer":
         forest = PrefixForest([scorer.encode(h) for h in hyps],
                               [u for u, utt in enumerate(utts) for _ in utt.hyps], bos, eos,
@@ -193,8 +220,11 @@ def main() -> None:
         print(f"distinct histories: {forest.n_nodes} nodes, {len(forest.history_node)} output "
               f"distributions for {tokens} scored positions")
         print(f"achieved: {executed / fast_s / 1e9:.1f} GFLOP/s executed; torch matmul in this run: "
-              f"{ref:.1f} GFLOP/s -> {100 * executed / fast_s / 1e9 / ref:.0f}% (target >= 30%); "
+              f"{ref:.1f} GFLOP/s -> {100 * executed / fast_s / 1e9 / ref:.0f}% (target >= 70%); "
               f"naive-equivalent {naive_flops / fast_s / 1e9:.1f} GFLOP/s")
+        record("rescore_nbest_flops", executed / fast_s / 1e9 / ref, ">= 0.7x", repeats=len(pair_ratios),
+               best={"executed_gflops": executed / fast_s / 1e9, "matmul_gflops": ref},
+               what="rescore-nbest's executed FLOP rate / a same-run torch matmul's")
 
 
 if __name__ == "__main__":

@@ -53,6 +53,11 @@ def main() -> None:
         print(f"count-unigrams --text: {t_count:.2f} s")
         print(f"sanitize --spans:      {t_san:.2f} s")
         print(f"ratio sanitize / count-unigrams: {t_san / t_count:.2f}x (target <= 2x)")
+        from _record import record
+
+        record("sanitize", t_san / t_count, "<= 2x", repeats=1,
+               best={"sanitize_s": t_san, "count_unigrams_s": t_count},
+               what=f"sanitize --spans / count-unigrams --text ({size:.0f} MB)")
 
 
 if __name__ == "__main__":

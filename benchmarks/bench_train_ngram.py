@@ -59,6 +59,11 @@ def main() -> None:
     print(f"library count + modified KN (no I/O):     {t_lib:.2f} s  ratio {t_lib / t_base:.2f}x baseline")
     print(f"asrpriv train-ngram end to end (ARPA {size / 1e6:.1f} MB): {t_cli:.2f} s  "
           f"ratio {t_cli / t_base:.2f}x baseline")
+    from _record import record
+
+    record("train_ngram", t_cli / t_base, "none", repeats=1,
+           best={"cli_s": t_cli, "library_s": t_lib, "counter_s": t_base},
+           what="train-ngram end to end / Counter-of-tuples counting (no target: context)")
 
 
 if __name__ == "__main__":

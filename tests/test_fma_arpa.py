@@ -379,23 +379,17 @@ def test_factor_mode_unchanged_and_mode_errors(trained):
 
 
 def test_fast_arpa_reader_equals_line_reader(trained, tmp_path):
-    """packed_fast gives read_packed's arrays exactly, and declines every malformed file (so the
-    line reader reports it with its line)."""
-    from asrpriv.ngram import packed_fast
-    from asrpriv.ngram.packed import read_packed
+    """The bulk path gives the line reader's arrays exactly, and declines every malformed file (so
+    the line reader reports it with its line)."""
+    from asrpriv.ngram import packed
 
     commented = tmp_path / "c.arpa"
     commented.write_text("# a comment\n#k=v\n\n" + HAND_ARPA.replace("-0.1\t<s> a b", "-1e-2 \t <s>  a b "))
     adapted = adapt(trained, "hand.arpa", "hand.counts", 0.5, name="fast.arpa")
     for path in (trained / "hand.arpa", trained / "bg.arpa", adapted, commented):
-        fast = packed_fast.read_packed_fast(str(path))
+        fast = packed._read_bulk(str(path))
         assert fast is not None, path
-        slow_reader = packed_fast.read_packed_fast
-        try:
-            packed_fast.read_packed_fast = lambda p: None
-            slow = read_packed(str(path))
-        finally:
-            packed_fast.read_packed_fast = slow_reader
+        slow = packed._read_lines(str(path))
         assert fast.words == slow.words
         for a, b in zip(fast.orders, slow.orders, strict=True):
             assert np.array_equal(a.ids, b.ids) and np.array_equal(a.logp, b.logp)
@@ -403,7 +397,7 @@ def test_fast_arpa_reader_equals_line_reader(trained, tmp_path):
     for case, (text, _, _) in BAD_ARPAS.items():
         bad = tmp_path / f"{case}.arpa"
         bad.write_text(text)
-        assert packed_fast.read_packed_fast(str(bad)) is None, case
+        assert packed._read_bulk(str(bad)) is None, case
 
 
 def _random_arpa(seed: int) -> str:

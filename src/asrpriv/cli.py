@@ -212,6 +212,9 @@ def main(argv: list[str] | None = None) -> None:
     """
     import os
 
+    from asrpriv.nnlm.runtime import quiet_openmp_wait
+
+    quiet_openmp_wait()  # before any step loads torch (libgomp reads it once)
     if hasattr(signal, "SIGPIPE"):
         signal.signal(signal.SIGPIPE, signal.SIG_DFL)
     for name in ("SIGTERM", "SIGHUP"):

@@ -46,13 +46,12 @@ def approx_ngram(text, model_path, order, ids, min_backoff, batch_tokens, device
     """
     import time
 
-    import torch
 
     from asrpriv.errors import InputError
     from asrpriv.io.output import open_output
     from asrpriv.ngram.approx import average_ngrams, build_approx, token_logprobs, write_approx_arpa
     from asrpriv.nnlm.data import read_corpus
-    from asrpriv.nnlm.finetune import choose_threads
+    from asrpriv.nnlm.runtime import use_threads
     from asrpriv.rescore.nnlm import NnlmScorer, _max_positions
 
     from asrpriv.nnlm.modelfile import read_model_file
@@ -61,7 +60,7 @@ def approx_ngram(text, model_path, order, ids, min_backoff, batch_tokens, device
     inputs = Inputs(allow_seeded)
     inputs.add_payload(model_path, read_model_file(model_path))
     inputs.add_text(text, public)
-    torch.set_num_threads(choose_threads(threads))
+    use_threads(threads)
     scorer = NnlmScorer(model_path, device=device, batch_tokens=batch_tokens)
     model, vocab, config = scorer.model, scorer.vocab, scorer.config
     limit = _max_positions(config)

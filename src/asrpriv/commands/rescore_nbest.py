@@ -82,6 +82,9 @@ Weights from tune-weights: --weights FILE; options given on the command line win
               help="Where the NNLM runs.")
 @click.option("--threads", type=click.IntRange(min=1), default=None,
               help="CPU threads for the NNLM (default: torch's choice).")
+@click.option("--precision", type=click.Choice(["fp32", "bf16"]), default="fp32", show_default=True,
+              help="NNLM arithmetic: fp32, or bf16 (opt-in: bfloat16 products on CPUs with "
+                   "AVX512-BF16/AMX or on a GPU; scores change slightly, see docs/PERFORMANCE.md).")
 @click.option("--batch-tokens", type=click.IntRange(min=1), default=4096, show_default=True,
               help="Padded positions per NNLM forward pass (rows x longest row); for a "
                    "Transformer, prefix-tree nodes (each distinct history of an utterance's "
@@ -108,7 +111,7 @@ Weights from tune-weights: --weights FILE; options given on the command line win
 def rescore_nbest(ctx: click.Context, inputs, nnlm, ngram, class_files, ngram_weights, factors_file, factors_dir,
                   missing_factors,
                   unnormalized, lm_weight, nnlm_weight, word_penalty, weights_file, reuse_scores, best,
-                  device, threads, batch_tokens, max_words, unk_penalty, chunk_utts, drop_tokens,
+                  device, threads, precision, batch_tokens, max_words, unk_penalty, chunk_utts, drop_tokens,
                   output, allow_seeded=False) -> None:
     from click.core import ParameterSource
 
@@ -128,7 +131,7 @@ def rescore_nbest(ctx: click.Context, inputs, nnlm, ngram, class_files, ngram_we
         reuse_scores=reuse_scores, best=best, device=device, threads=threads,
         batch_tokens=batch_tokens, max_words=max_words, unk_penalty=unk_penalty,
         chunk_utts=chunk_utts, output=output, allow_seeded=allow_seeded,
-        drop_tokens=drop_tokens)
+        drop_tokens=drop_tokens, precision=precision)
     with Progress("utt") as progress:
         result = run(settings, verbose=is_verbose(), progress=progress)
     stats, weights = result.stats, result.weights

@@ -125,7 +125,7 @@ def run_by_client(req, progress: Callable[..., object] | None = None,
     from asrpriv.federated.finetune import check_init_options
     from asrpriv.nnlm import losses
     from asrpriv.nnlm.data import read_corpus
-    from asrpriv.nnlm.finetune import choose_threads
+    from asrpriv.nnlm.runtime import check_device, use_threads
     from asrpriv.nnlm.train import RECIPES
 
     warn = warn or talk
@@ -166,12 +166,10 @@ def run_by_client(req, progress: Callable[..., object] | None = None,
         check_client_name(name)
     check_directory(req.by_client, clients)
 
-    import torch
-
     from asrpriv.federated import client
 
-    client.check_device(req.device)
-    torch.set_num_threads(choose_threads(req.threads))
+    check_device(req.device)
+    use_threads(req.threads)
     init = client.load_init(req.init_path, req.device)
     client.refuse_seeded_init(init, req.allow_seeded)
     talk(f"{init.config['arch']} LM {display_name(req.init_path)}, "

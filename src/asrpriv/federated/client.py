@@ -28,6 +28,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
+from asrpriv.nnlm.runtime import check_device
+
 #: the training settings of paper 001's client (``finetune-lm --recipe client-001``)
 CLIENT_RECIPE = "client-001"
 
@@ -76,19 +78,6 @@ class ClientResult:
     clip_l2: float | None
     train: Any = None
     model_state: dict | None = field(default=None, repr=False)
-
-
-def check_device(device: str) -> None:
-    """Refuse ``cuda`` where torch sees no CUDA device (AsrprivError)."""
-    from asrpriv.errors import AsrprivError
-
-    if device not in ("cpu", "cuda") and not device.startswith("cuda:"):
-        raise AsrprivError(f"--device must be cpu or cuda, got {device!r}")
-    if device.startswith("cuda"):
-        import torch
-
-        if not torch.cuda.is_available():
-            raise AsrprivError("--device cuda: no CUDA device is available")
 
 
 def load_init(path: str, device: str = "cpu") -> InitModel:

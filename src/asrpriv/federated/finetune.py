@@ -15,7 +15,6 @@ from typing import Callable
 from asrpriv.errors import AsrprivError, InputError, display_name
 from asrpriv.nnlm import losses
 from asrpriv.nnlm.data import read_corpus
-from asrpriv.nnlm.finetune import choose_threads
 
 
 @dataclass
@@ -94,8 +93,10 @@ def run_finetune(req: FinetuneRequest, progress: Callable[[], object] | None = N
     from asrpriv.federated import client
     from asrpriv.nnlm import modelfile, train
 
-    client.check_device(req.device)
-    torch.set_num_threads(choose_threads(req.threads))
+    from asrpriv.nnlm.runtime import check_device, use_threads
+
+    check_device(req.device)
+    use_threads(req.threads)
     if req.seed is not None:
         torch.manual_seed(req.seed)
     init = None

@@ -31,11 +31,9 @@ def _load_lms(lm_paths, class_files, batch_size, threads):
     lms = [load_lm(p, classes=c, batch_size=batch_size)  # before stdin: fail fast
            for p, c in zip(lm_paths, pair_classes(lm_paths, class_files))]
     if any(lm.kind == "nnlm" for lm in lms):
-        import torch
+        from asrpriv.nnlm.runtime import use_threads
 
-        from asrpriv.nnlm.finetune import choose_threads
-
-        torch.set_num_threads(choose_threads(threads))
+        use_threads(threads)
     return lms
 
 

@@ -52,7 +52,7 @@ def token_logprobs(model, vocab, sentences: Sequence[Sequence[str]], batch_token
     import torch
 
     from asrpriv.nnlm.score import encode_sentences, pad_batch
-    from asrpriv.rescore.nnlm import plan_batches
+    from asrpriv.nnlm.gemm import plan_batches
 
     all_seqs = encode_sentences(vocab, sentences)
     # identical sentences (frequent in conversational text: "yeah", "okay") are scored once

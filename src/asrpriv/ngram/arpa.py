@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import math
 import re
-from typing import IO, Iterable, Sequence
+from typing import IO, Iterable, Iterator, Sequence
 
 from asrpriv.errors import InputError
 
@@ -171,40 +171,43 @@ def write_arpa(out: IO[str], counts: Sequence[int],
     out.write("\\end\\\n")
 
 
-def read_arpa(path: str | None) -> ArpaModel:
-    """Read an ARPA file (``.gz`` is decompressed; ``-`` = stdin) into an :class:`ArpaModel`.
+def iter_entries(path: str | None, declared: dict[int, int] | None = None,
+                 ) -> Iterator[tuple[int, int, float, list[str], float | None]]:
+    """The entries of an ARPA file, checked line by line: ``(n, lineno, log10 prob, n words,
+    log10 back-off or None)``, in file order (``.gz`` is decompressed; ``-`` = stdin).
 
-    Malformed content raises :class:`~asrpriv.errors.InputError` with the line number: a
-    missing ``\\data\\`` header, bad numbers, wrong field counts, n-gram counts that disagree
-    with the header, duplicate n-grams, or a missing ``\\end\\``.
+    The one line-by-line ARPA parser: :func:`read_arpa` builds its dicts from it and
+    :func:`asrpriv.ngram.packed.read_packed` its arrays (where its vectorized path declines a
+    file). Raises :class:`~asrpriv.errors.InputError` with the line number for a missing
+    ``\\data\\`` header, bad numbers (NaN too), wrong field counts, n-gram counts that disagree
+    with the header, or a missing ``\\end\\``. Duplicates are the caller's to find.
+    ``declared``, if given, receives the header's counts (order -> count).
     """
     from asrpriv.io.lines import iter_lines
 
-    declared: dict[int, int] = {}
-    ngrams: list[dict[tuple[str, ...], tuple[float, float | None]]] = []
+    declared = {} if declared is None else declared
     state = "start"  # start -> header -> body -> end
-    n = 0
-    table: dict[tuple[str, ...], tuple[float, float | None]] = {}
+    n = seen = 0
     last_line = 0
     for lineno, line in iter_lines(path):
         last_line = lineno
-        text = line.strip()
         if state == "body":
-            if not text:
+            fields = line.split()
+            if not fields:
                 continue
-            if text[0] == "\\":
-                _close_section(path, lineno, n, table, declared)
+            if fields[0][0] == "\\":
+                text = line.strip()
+                if seen != declared.get(n, -1):
+                    raise InputError(path, lineno, f"header declares {declared.get(n)} {n}-grams, "
+                                                   f"the section lists {seen}")
                 if text == "\\end\\":
                     state = "end"
                     continue
                 match = _SECTION.match(text)
                 if not match or int(match.group(1)) != n + 1:
                     raise InputError(path, lineno, f"expected \\{n + 1}-grams: or \\end\\, got {text[:40]!r}")
-                n += 1
-                table = {}
-                ngrams.append(table)
+                n, seen = n + 1, 0
                 continue
-            fields = text.split()
             if len(fields) == n + 1:
                 bow = None
             elif len(fields) == n + 2:
@@ -212,17 +215,17 @@ def read_arpa(path: str | None) -> ArpaModel:
             else:
                 raise InputError(path, lineno, f"expected a {n}-gram entry (log10 prob, {n} words, "
                                                f"optional back-off), got {len(fields)} fields")
-            key = tuple(fields[1:n + 1])
-            if key in table:
-                raise InputError(path, lineno, f"duplicate {n}-gram {' '.join(key)!r}")
-            table[key] = (_number(fields[0], path, lineno), bow)
+            seen += 1
+            yield n, lineno, _number(fields[0], path, lineno), fields[1:n + 1], bow
         elif state == "start":
+            text = line.strip()
             if not text or text.startswith("#"):  # comment lines before \data\ (kenlm/SRILM skip them)
                 continue
             if text != "\\data\\":
                 raise InputError(path, lineno, "not an ARPA file: expected \\data\\")
             state = "header"
         elif state == "header":
+            text = line.strip()
             if not text:
                 continue
             match = _COUNT_LINE.match(text)
@@ -235,26 +238,37 @@ def read_arpa(path: str | None) -> ArpaModel:
             match = _SECTION.match(text)
             if not match or int(match.group(1)) != 1 or not declared:
                 raise InputError(path, lineno, f"expected 'ngram N=COUNT' or \\1-grams:, got {text[:40]!r}")
-            state, n, table = "body", 1, {}
-            ngrams.append(table)
-        else:  # after \end\
-            if text:
-                raise InputError(path, lineno, "text after \\end\\")
+            state, n, seen = "body", 1, 0
+        elif line.strip():  # after \end\
+            raise InputError(path, lineno, "text after \\end\\")
     if state == "start":
         raise InputError(path, None, "empty input: expected an ARPA language model")
     if state != "end":
         raise InputError(path, last_line, "unexpected end of file: missing \\end\\")
-    if len(ngrams) != len(declared):
-        raise InputError(path, last_line, f"header declares {len(declared)} orders, file has {len(ngrams)}")
-    if not ngrams[0]:
+    if n != len(declared):
+        raise InputError(path, last_line, f"header declares {len(declared)} orders, file has {n}")
+    if not declared.get(1):
         raise InputError(path, None, "no unigrams")
+
+
+def read_arpa(path: str | None) -> ArpaModel:
+    """Read an ARPA file (``.gz`` is decompressed; ``-`` = stdin) into an :class:`ArpaModel`.
+
+    Malformed content raises :class:`~asrpriv.errors.InputError` with the line number (see
+    :func:`iter_entries`), and so does a duplicate n-gram.
+    """
+    declared: dict[int, int] = {}
+    ngrams: list[dict[tuple[str, ...], tuple[float, float | None]]] = []
+    for n, lineno, prob, words, bow in iter_entries(path, declared):
+        while len(ngrams) < n:
+            ngrams.append({})
+        table = ngrams[n - 1]
+        key = tuple(words)
+        if key in table:
+            raise InputError(path, lineno, f"duplicate {n}-gram {' '.join(key)!r}")
+        table[key] = (prob, bow)
+    ngrams += [{} for _ in range(len(declared) - len(ngrams))]  # orders declared with 0 n-grams
     return ArpaModel(ngrams)
-
-
-def _close_section(path, lineno, n, table, declared) -> None:
-    if len(table) != declared.get(n, -1):
-        raise InputError(path, lineno, f"header declares {declared.get(n)} {n}-grams, "
-                                       f"the section lists {len(table)}")
 
 
 def _number(text: str, path, lineno: int) -> float:

@@ -1,4 +1,5 @@
-"""Shape rules for fast CPU matrix products (no torch import: cheap to import anywhere).
+"""Shape rules for fast CPU matrix products, and batch planning (no torch import: cheap to import
+anywhere).
 
 MKL (as shipped with torch 2.13) multiplies ``W @ B`` about 1.7x slower when the row length of
 ``B`` or of the result is not a multiple of 4-8 floats: on the 2-core AMD EPYC (AVX2) we
@@ -11,6 +12,8 @@ padded with zero columns to a multiple of :data:`COLUMN_MULTIPLE`.
 
 from __future__ import annotations
 
+from typing import Sequence
+
 #: row lengths (in floats) of the transposed output-layer blocks are padded to a multiple of this
 COLUMN_MULTIPLE = 8
 
@@ -18,3 +21,27 @@ COLUMN_MULTIPLE = 8
 def padded_columns(n: int) -> int:
     """``n`` rounded up to a multiple of :data:`COLUMN_MULTIPLE`."""
     return n + (-n % COLUMN_MULTIPLE)
+
+
+def plan_batches(lengths: Sequence[int], batch_tokens: int) -> list[list[int]]:
+    """Cut indices into batches, longest first, of at most ``batch_tokens`` padded positions.
+
+    ``lengths`` are the padded-row lengths (words + 1). A row longer than the budget gets a
+    batch of its own. Sorting by length keeps padding small; ties keep input order.
+    """
+    order = sorted(range(len(lengths)), key=lambda i: (-lengths[i], i))
+    batches: list[list[int]] = []
+    current: list[int] = []
+    width = 0
+    for i in order:
+        n = lengths[i]
+        new_width = max(width, n)
+        if current and new_width * (len(current) + 1) > batch_tokens:
+            batches.append(current)
+            current, width = [], 0
+            new_width = n
+        current.append(i)
+        width = new_width
+    if current:
+        batches.append(current)
+    return batches

@@ -123,7 +123,7 @@ class CausalBlock(nn.Module):
         """
         dim = x.shape[1]
         rows, width = allowed.shape[0], allowed.shape[-1]
-        slots.index_copy_(0, real, self.qkv(self.norm1(x)))
+        slots.index_copy_(0, real, self.qkv(self.norm1(x)).to(slots.dtype))  # bf16 autocast: to fp32
         q, k, v = slots.view(rows, width, 3, self.heads, dim // self.heads).permute(2, 0, 3, 1, 4)
         if width <= 2 * TREE_QUERY_CHUNK:
             att = F.scaled_dot_product_attention(q, k, v, attn_mask=allowed)

@@ -32,31 +32,7 @@ from typing import Sequence
 import numpy as np
 
 from asrpriv.errors import AsrprivError, InputError
-from asrpriv.nnlm.gemm import padded_columns
-
-
-def plan_batches(lengths: Sequence[int], batch_tokens: int) -> list[list[int]]:
-    """Cut indices into batches, longest first, of at most ``batch_tokens`` padded positions.
-
-    ``lengths`` are the padded-row lengths (words + 1). A row longer than the budget gets a
-    batch of its own. Sorting by length keeps padding small; ties keep input order.
-    """
-    order = sorted(range(len(lengths)), key=lambda i: (-lengths[i], i))
-    batches: list[list[int]] = []
-    current: list[int] = []
-    width = 0
-    for i in order:
-        n = lengths[i]
-        new_width = max(width, n)
-        if current and new_width * (len(current) + 1) > batch_tokens:
-            batches.append(current)
-            current, width = [], 0
-            new_width = n
-        current.append(i)
-        width = new_width
-    if current:
-        batches.append(current)
-    return batches
+from asrpriv.nnlm.gemm import padded_columns, plan_batches
 
 
 class NnlmScorer:
@@ -67,6 +43,11 @@ class NnlmScorer:
         device: ``"cpu"`` or ``"cuda"``.
         batch_tokens: padded positions (rows x longest row) per forward pass.
         normalized: FMP factors renormalized over the vocabulary (True) or added (False).
+        precision: ``"fp32"`` (exact as before) or ``"bf16"``: the Transformer blocks run
+            under bfloat16 autocast and the output layer's logit tiles are bfloat16 products
+            (exponentials, sums and target logits stay fp32). Opt-in; needs a CPU with bf16
+            instructions (AVX512-BF16/AMX, :func:`asrpriv.nnlm.runtime.bf16_supported`) or a GPU
+            that has them.
 
     Attributes:
         method: ``"tree"`` (prefix trees, models with ``tree_hidden``) or ``"padded"`` (any
@@ -74,13 +55,20 @@ class NnlmScorer:
     """
 
     def __init__(self, path: str, device: str = "cpu", batch_tokens: int = 4096,
-                 normalized: bool = True) -> None:
+                 normalized: bool = True, precision: str = "fp32") -> None:
         import torch
 
         from asrpriv.nnlm.modelfile import load_model
+        from asrpriv.nnlm.runtime import bf16_supported, check_device
 
-        if device.startswith("cuda") and not torch.cuda.is_available():
-            raise AsrprivError("--device cuda: no CUDA device is available")
+        check_device(device)
+        if precision not in ("fp32", "bf16"):
+            raise AsrprivError(f"--precision must be fp32 or bf16, got {precision!r}")
+        if precision == "bf16" and not bf16_supported(device):
+            raise AsrprivError(f"--precision bf16: {device} has no bfloat16 support "
+                               "(on CPU: AVX512-BF16 or AMX); use fp32")
+        self.low = torch.bfloat16 if precision == "bf16" else None
+        self.precision = precision
         if device == "cpu":
             from asrpriv.allocator import retain_freed_blocks
 
@@ -138,6 +126,15 @@ class NnlmScorer:
                 return self._tree(seqs, groups, units, table)
             return self._padded(seqs, groups, table)
 
+    def _autocast(self):
+        """bfloat16 autocast for the model's blocks with ``precision="bf16"``, else nothing."""
+        import torch
+        from contextlib import nullcontext
+
+        if self.low is None:
+            return nullcontext()
+        return torch.autocast(device_type=torch.device(self.device).type, dtype=self.low)
+
     def _tree(self, seqs, groups, units, table) -> list[float]:
         """Prefix trees (module docstring); exact, each distinct history once."""
         import torch
@@ -154,8 +151,9 @@ class NnlmScorer:
         for rows in forest.batches(self.batch_tokens):
             nodes, slots, allowed = forest.layout(rows)
             nodes_t = as_tensor(nodes)
-            h = model.tree_hidden(tokens[nodes_t], depths[nodes_t], as_tensor(slots),
-                                  as_tensor(allowed).unsqueeze(1))
+            with self._autocast():
+                h = model.tree_hidden(tokens[nodes_t], depths[nodes_t], as_tensor(slots),
+                                      as_tensor(allowed).unsqueeze(1))
             if states is None:
                 states = h.new_empty(forest.n_nodes, h.shape[1])
             states.index_copy_(0, nodes_t, h)
@@ -215,6 +213,7 @@ class NnlmScorer:
         if factors is not None and bool(factors.abs().max() <= SCALE_LIMIT):
             scale = factors.exp()
         states = states.float()
+        low = weight.to(self.low) if self.low is not None else None  # bf16: the logit tiles
         n, vocab = states.shape[0], weight.shape[0]
         # [d, N] padded with zero columns (asrpriv.nnlm.gemm: ~1.7x faster products)
         padded = padded_columns(n)
@@ -225,6 +224,7 @@ class NnlmScorer:
         lse = torch.empty(padded, dtype=torch.float32, device=device)
         for start in range(0, padded, OUTPUT_BLOCK):
             cols = columns[:, start:start + OUTPUT_BLOCK]
+            cols_low = cols.to(self.low) if low is not None else None
             width = cols.shape[1]
             g = node_group[start:start + width]
             if scale is not None:
@@ -234,8 +234,13 @@ class NnlmScorer:
             else:
                 total = torch.zeros(width, device=device)
             for row in range(0, vocab, OUTPUT_ROWS):
-                w = weight[row:row + OUTPUT_ROWS]
-                z = w @ cols if bias is None else torch.addmm(bias[row:row + OUTPUT_ROWS], w, cols)
+                if low is not None:  # a bf16 product, summed in fp32
+                    z = (low[row:row + OUTPUT_ROWS] @ cols_low).float()
+                    if bias is not None:
+                        z += bias[row:row + OUTPUT_ROWS]
+                else:
+                    w = weight[row:row + OUTPUT_ROWS]
+                    z = w @ cols if bias is None else torch.addmm(bias[row:row + OUTPUT_ROWS], w, cols)
                 if scale is not None:
                     total += weights[:, row:row + OUTPUT_ROWS] @ z.exp_()
                 elif factors is not None:
@@ -287,7 +292,9 @@ class NnlmScorer:
         for batch in plan_batches([len(k[0]) + 1 for k in keys], self.batch_tokens):
             inp, tgt, mask = pad_batch([np.array([bos, *keys[j][0], eos], dtype=np.int64) for j in batch], eos)
             inp, tgt, mask = inp.to(self.device), tgt.to(self.device), mask.to(self.device)
-            logits = self.model(inp).float()
+            with self._autocast():
+                logits = self.model(inp)
+            logits = logits.float()
             if table is not None:
                 g = torch.tensor([keys[j][1] + 1 for j in batch], dtype=torch.long, device=self.device)
                 f = table[g]  # [B, V]

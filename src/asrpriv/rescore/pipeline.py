@@ -340,6 +340,7 @@ class RescoreSettings:
     output: str = "-"
     allow_seeded: bool = False
     drop_tokens: str | None = None  # tokens that are not words (asrpriv.io.tokens SPEC)
+    precision: str = "fp32"  # NNLM arithmetic: fp32, or bf16 (opt-in; nnlm.runtime.bf16_supported)
 
 
 @dataclass
@@ -424,14 +425,15 @@ def rescore_nbest(s: RescoreSettings, verbose: bool = False, progress=None) -> R
             raise AsrprivError(f"{s.weights}: nnlm_weight must lie in [0, 1]")
 
     if s.threads:
-        import torch
+        from asrpriv.nnlm.runtime import use_threads
 
-        torch.set_num_threads(s.threads)
+        use_threads(s.threads)
     nnlm_scorer = ngram_scorer = factors = None
     if s.nnlm:
         from asrpriv.rescore.nnlm import NnlmScorer
 
         nnlm_scorer = NnlmScorer(s.nnlm, device=s.device, batch_tokens=s.batch_tokens,
+                                 precision=s.precision,
                                  normalized=not s.unnormalized)
     if len(ngram) == 1 and s.ngram_weights is None:
         from asrpriv.rescore.ngram import NgramScorer
