@@ -59,6 +59,9 @@ STEP_ENTRIES: dict[str, str] = {
     "perplexity": "asrpriv.mixture.steps:perplexity",
     "interpolate": "asrpriv.mixture.steps:interpolate",
     "cluster-weights": "asrpriv.audit.run:cluster_weights",
+    "finetune-lm": "asrpriv.federated.finetune:run_finetune",
+    "import-nbest": "asrpriv.io.importers:import_nbest",
+    "approx-ngram": "asrpriv.rescore.approx:approx_ngram",
 }
 
 #: the entries and their settings types, imported on first use (``api.train_ngram``)
@@ -88,6 +91,11 @@ _LAZY: dict[str, str] = {
     "InterpolateSettings": "asrpriv.mixture.steps:InterpolateSettings",
     "cluster_weights": "asrpriv.audit.run:cluster_weights",
     "AuditRequest": "asrpriv.audit.run:AuditRequest",
+    "run_finetune": "asrpriv.federated.finetune:run_finetune",
+    "FinetuneRequest": "asrpriv.federated.finetune:FinetuneRequest",
+    "import_nbest": "asrpriv.io.importers:import_nbest",
+    "approx_ngram": "asrpriv.rescore.approx:approx_ngram",
+    "ApproxSettings": "asrpriv.rescore.approx:ApproxSettings",
 }
 __all__ += list(_LAZY)
 

@@ -44,42 +44,13 @@ def approx_ngram(text, model_path, order, ids, min_backoff, batch_tokens, device
     The vocabulary is TEXT's words as the model knows them (others are <unk>). kenlm loads
     the output; rescore-nbest/perplexity --lm score it like any ARPA.
     """
-    import time
+    from asrpriv.rescore.approx import ApproxSettings, approx_ngram as run
 
-
-    from asrpriv.errors import InputError
-    from asrpriv.io.output import open_output
-    from asrpriv.ngram.approx import average_ngrams, build_approx, token_logprobs, write_approx_arpa
-    from asrpriv.nnlm.data import read_corpus
-    from asrpriv.nnlm.runtime import use_threads
-    from asrpriv.rescore.nnlm import NnlmScorer, _max_positions
-
-    from asrpriv.nnlm.modelfile import read_model_file
-    from asrpriv.provenance import Inputs, write_arpa_header
-
-    inputs = Inputs(allow_seeded)
-    inputs.add_payload(model_path, read_model_file(model_path))
-    inputs.add_text(text, public)
-    use_threads(threads)
-    scorer = NnlmScorer(model_path, device=device, batch_tokens=batch_tokens)
-    model, vocab, config = scorer.model, scorer.vocab, scorer.config
-    limit = _max_positions(config)
-    corpus = read_corpus(text, ids=ids, max_words=limit - 1 if limit else None)
-    sentences = corpus.sentences
-    if not sentences:
-        raise InputError(text, None, "empty input: expected sentences")
-    start = time.perf_counter()
-    seqs, logps = token_logprobs(model, vocab, sentences, batch_tokens, device,
-                                  scorer=scorer)
-    t_score = time.perf_counter() - start
-    tokens = sum(len(x) for x in logps)
-    base = len(vocab) + 1
-    tables = average_ngrams(seqs, logps, order, base)
-    orders = build_approx(tables, base, vocab.unk_id, vocab.bos_id, min_backoff)
-    with open_output(output) as out:
-        write_arpa_header(out, "approx-ngram", inputs.state())
-        write_approx_arpa(out, orders, vocab.words, precision)
-    info(f"approx-ngram: {len(sentences)} sentences, {tokens} tokens scored in {t_score:.1f} s "
-         f"({tokens / max(t_score, 1e-9):.0f} tokens/s); n-grams "
-         + " ".join(str(len(o.rows)) for o in orders)
-         + f"; total {time.perf_counter() - start:.1f} s")
+    result = run(ApproxSettings(text=text, model=model_path, order=order, ids=ids,
+                                min_backoff=min_backoff, batch_tokens=batch_tokens, device=device,
+                                threads=threads, precision=precision, output=output, public=public,
+                                allow_seeded=allow_seeded))
+    rate = result.tokens / max(result.scoring_seconds, 1e-9)
+    info(f"approx-ngram: {result.sentences} sentences, {result.tokens} tokens scored in "
+         f"{result.scoring_seconds:.1f} s ({rate:.0f} tokens/s); n-grams "
+         + " ".join(str(n) for n in result.ngrams) + f"; total {result.seconds:.1f} s")
