@@ -48,13 +48,9 @@ def _id_like(token: str) -> bool:
     return any(c.isdigit() for c in token) and ("_" in token or "-" in token or len(token) >= 8)
 
 
-def ids_warning(lines: Iterable[str]) -> str | None:
-    """A warning if the first token of every (sampled) line looks like a Kaldi utterance id.
-
-    Heuristic, on the first :data:`SAMPLE_LINES` non-blank lines (at least 3 needed): every
-    first token is unique, contains a digit and a ``_``/``-`` (or is 8+ characters long), and
-    never occurs elsewhere as a word.
-    """
+def _first_tokens(lines: Iterable[str]) -> tuple[list[str], set[str]]:
+    """The first tokens of the first :data:`SAMPLE_LINES` non-blank lines, and every other
+    token of those lines."""
     firsts: list[str] = []
     others: set[str] = set()
     for line in lines:
@@ -65,6 +61,17 @@ def ids_warning(lines: Iterable[str]) -> str | None:
         others.update(parts[1:])
         if len(firsts) >= SAMPLE_LINES:
             break
+    return firsts, others
+
+
+def ids_warning(lines: Iterable[str]) -> str | None:
+    """A warning if the first token of every (sampled) line looks like a Kaldi utterance id.
+
+    Heuristic, on the first :data:`SAMPLE_LINES` non-blank lines (at least 3 needed): every
+    first token is unique, contains a digit and a ``_``/``-`` (or is 8+ characters long), and
+    never occurs elsewhere as a word.
+    """
+    firsts, others = _first_tokens(lines)
     if len(firsts) < 3 or len(set(firsts)) != len(firsts):
         return None
     if not all(_id_like(t) for t in firsts) or any(t in others for t in firsts):
@@ -82,16 +89,7 @@ def ids_share_warning(lines: Iterable[str], share: float = 0.8) -> str | None:
     or 8+ characters with a digit), they are mostly unique, and they hardly occur as words
     elsewhere.
     """
-    firsts: list[str] = []
-    others: set[str] = set()
-    for line in lines:
-        parts = line.split()
-        if not parts:
-            continue
-        firsts.append(parts[0])
-        others.update(parts[1:])
-        if len(firsts) >= SAMPLE_LINES:
-            break
+    firsts, others = _first_tokens(lines)
     if len(firsts) < 3:
         return None
     id_like = [t for t in firsts if _id_like(t) and t not in others]
