@@ -76,23 +76,15 @@ def add_noise(input_path, mechanism, epsilon, noise_multiplier, clip, vocab_path
         raise AsrprivError("--noise-multiplier and --clip are for --mechanism gaussian")
     if epsilon is None or vocab_path is None:
         raise AsrprivError("--mechanism laplace needs --epsilon and --vocab")
-    from asrpriv.io.counts import read_counts, read_wordlist, write_counts
-    from asrpriv.io.output import open_output
-    from asrpriv.privacy.counts_mechanism import exact_fraction, laplace_counts
-    from asrpriv.privacy.randomness import noise_rng
-    from asrpriv.unigram.meta import refuse_seeded
+    from asrpriv.privacy.counts_mechanism import exact_fraction
+    from asrpriv.unigram.noise import release_counts_file
 
     eps = exact_fraction(epsilon, "--epsilon")
     sens = exact_fraction(sensitivity, "--sensitivity") if sensitivity is not None else None
     if seed is not None:
         seeded_warning(f"--seed {seed}")
-    meta, counts = read_counts(input_path)
-    refuse_seeded(input_path if input_path != "-" else "<stdin>", meta, allow_seeded)
-    vocab = read_wordlist(vocab_path)
-    new_meta, noisy, report = laplace_counts(meta, counts, vocab, eps, noise_rng(seed), sens,
-                                             clamp=not no_clamp, seeded=seed is not None)
-    with open_output(output) as stream:
-        write_counts(stream, new_meta, noisy)
+    new_meta, meta, report = release_counts_file(input_path, output, vocab_path, eps, seed, sens,
+                                                 clamp=not no_clamp, allow_seeded=allow_seeded)
     if report.sensitivity_source == "override" and "max_l1" not in meta:
         warn("--sensitivity on counts that record no bound: the guarantee rests on your claim "
              "that one unit changes the counts by at most that much in L1")

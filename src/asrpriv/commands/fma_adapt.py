@@ -76,36 +76,10 @@ def fma_adapt(arpa_path, adapt_path, reversed_, prior, oov_to_unk, precision, ba
         raise AsrprivError("give --background COUNTS (factor mode) or --arpa BG.arpa --adapt COUNTS "
                            "(ARPA mode)")
     beta = 0.25 if beta is None else beta
-    from asrpriv import __version__
-    from asrpriv.io.counts import read_counts
-    from asrpriv.io.factors import write_factors
-    from asrpriv.io.output import open_output
-    from asrpriv.unigram.fma import FmaSettings, adaptation_factors
+    from asrpriv.unigram.fma import FmaSettings, write_factors_file
 
-    from asrpriv.privacy.history import History
-    from asrpriv.unigram.meta import history_of, refuse_seeded, with_history
-
-    settings = FmaSettings(alpha, beta, lam, smoothing)
-    settings.validate(global_path is not None, personal_path is not None)
-    histories = []
-
-    def read(path, allow_empty):
-        meta, counts = read_counts(path, allow_empty=allow_empty)
-        refuse_seeded(path if path != "-" else "<stdin>", meta, allow_seeded)
-        histories.append(history_of(meta))
-        return counts
-
-    background = read(background_path, False)
-    global_counts = read(global_path, True) if global_path else None
-    personal = read(personal_path, True) if personal_path else None
-    factors = adaptation_factors(background, global_counts, personal, settings)
-    meta = {"format": "asrpriv-factors/2", "alpha": f"{alpha:g}", "beta": f"{beta:g}",
-            "lambda": f"{lam:g}", "smoothing": f"{smoothing:g}", "log_base": "e",
-            "version": __version__}
-    meta = with_history(meta, History.combine(histories, disjoint=False))
-    with open_output(output) as stream:
-        write_factors(stream, meta, factors)
-
+    write_factors_file(background_path, global_path, personal_path,
+                       FmaSettings(alpha, beta, lam, smoothing), output, allow_seeded)
 
 def _adapt_arpa(arpa_path, adapt_path, background_path, global_path, personal_path, beta, reversed_,
                 prior, oov_to_unk, precision, allow_seeded, output):

@@ -87,3 +87,39 @@ def adaptation_factors(background: dict[str, float], global_counts: dict[str, fl
         raise AsrprivError(f"g(w) = 0 for {bad} word(s) (alpha + beta = 1 leaves no background mass): "
                            "use --smoothing > 0 or a smaller alpha + beta")
     return factors
+
+
+def write_factors_file(background: str, global_path: str | None, personal_path: str | None,
+                       settings: FmaSettings, output: str, allow_seeded: bool = False) -> None:
+    """``fma-adapt`` factor mode: read the counts files, write the factors file ``output``.
+
+    Every input's privacy history is carried into the factors' metadata (sequential
+    composition: one client's factors use all of them). Inputs with seeded (not private)
+    noise are refused unless ``allow_seeded``. Written atomically (``-`` = stdout).
+    """
+    from asrpriv import __version__
+    from asrpriv.io.counts import read_counts
+    from asrpriv.io.factors import write_factors
+    from asrpriv.io.output import open_output
+    from asrpriv.privacy.history import History
+    from asrpriv.unigram.meta import history_of, refuse_seeded, with_history
+
+    settings.validate(global_path is not None, personal_path is not None)
+    histories = []
+
+    def read(path, allow_empty):
+        meta, counts = read_counts(path, allow_empty=allow_empty)
+        refuse_seeded(path if path != "-" else "<stdin>", meta, allow_seeded)
+        histories.append(history_of(meta))
+        return counts
+
+    u = read(background, False)
+    qbar = read(global_path, True) if global_path else None
+    q = read(personal_path, True) if personal_path else None
+    factors = adaptation_factors(u, qbar, q, settings)
+    meta = {"format": "asrpriv-factors/2", "alpha": f"{settings.alpha:g}",
+            "beta": f"{settings.beta:g}", "lambda": f"{settings.lam:g}",
+            "smoothing": f"{settings.smoothing:g}", "log_base": "e", "version": __version__}
+    meta = with_history(meta, History.combine(histories, disjoint=False))
+    with open_output(output) as stream:
+        write_factors(stream, meta, factors)
