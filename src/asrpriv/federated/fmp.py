@@ -84,8 +84,8 @@ class FmpSettings:
         if not (math.isfinite(self.max_l1) and self.max_l1 > 0):
             raise AsrprivError(f"max_l1 must be a finite number > 0, got {self.max_l1}")
         if self.noise_seed is not None and self.epsilon and not self.allow_seeded:
-            raise AsrprivError("a noise seed makes the noise NOT private: allow seeded test "
-                               "noise (--allow-seeded-test-noise, tests only)")
+            raise AsrprivError("--noise-seed makes the noise NOT private: add "
+                               "--allow-seeded-test-noise (tests only)")
         FmaSettings(self.alpha, self.beta, self.lam).validate(True, True)
 
     @property
@@ -233,6 +233,19 @@ def global_counts(client_counts: Iterable[str], t: int, out: str, settings: FmpS
 
 # ---------------------------------------------------------------------------- all clients
 
+def check_run(settings: FmpSettings, rounds: int, inputs: Iterable[str], run_dir: str) -> None:
+    """What every FMP run checks first: the settings, T >= 1, the input files, a new or
+    empty run directory."""
+    settings.validate()
+    if rounds < 1:
+        raise AsrprivError("--rounds must be >= 1")
+    for path in inputs:
+        if not os.path.isfile(path):
+            raise AsrprivError(f"{path}: no such file")
+    if os.path.isdir(run_dir) and os.listdir(run_dir):
+        raise AsrprivError(f"--run-dir {run_dir}: not empty (give a new directory)")
+
+
 def run_rounds(nbest: str, nnlm: str, weights: str, background: str, run_dir: str,
                rounds: int, settings: FmpSettings, drop: Iterable[tuple[str, int]] = (),
                talk: Callable[[str], None] = lambda s: None) -> str:
@@ -245,14 +258,7 @@ def run_rounds(nbest: str, nnlm: str, weights: str, background: str, run_dir: st
     """
     from asrpriv.rescore.split import split_by_client
 
-    settings.validate()
-    if rounds < 1:
-        raise AsrprivError("rounds must be >= 1")
-    for path in (nbest, nnlm, weights, background):
-        if not os.path.isfile(path):
-            raise AsrprivError(f"{path}: no such file")
-    if os.path.isdir(run_dir) and os.listdir(run_dir):
-        raise AsrprivError(f"{run_dir}: not empty (give a new directory)")
+    check_run(settings, rounds, (nbest, nnlm, weights, background), run_dir)
     dropped = set(drop)
     join = lambda *parts: os.path.join(run_dir, *parts)  # noqa: E731
     split_by_client(nbest, rounds + 1, join("groups"), None, set(), None, None)
