@@ -186,9 +186,10 @@ class FmpRescorer:
 def best_lines(rescored: str) -> list[str]:
     """Kaldi text lines (``utt_id text``) of each utterance's best hypothesis."""
     from asrpriv.io.nbest import NbestReader
+    from asrpriv.io.select import best_lines as best
 
     reader = NbestReader(rescored)
-    return [f"{utt.utt_id} {reader.column(utt.hyps[0], 'text')}\n" for utt in reader]
+    return list(best(reader, reader))
 
 
 # ---------------------------------------------------------------------------- server side
