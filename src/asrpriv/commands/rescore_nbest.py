@@ -53,7 +53,13 @@ Weights from tune-weights: --weights FILE; options given on the command line win
                    "word LM.")
 @click.option("--ngram-weights", "ngram_weights", default=None, metavar="W1,W2,...",
               help="Weights of several --ngram LMs, in order, >= 0, summing to 1 (e.g. from "
-                   "interpolate): ln sum_k w_k P_k(w|h) per word (paper 003 Eq. 3).")
+                   "interpolate; @REPORT.json: the weights of its JSON report): ln sum_k w_k "
+                   "P_k(w|h) per word (paper 003 Eq. 3).")
+@click.option("--mixture-weights", default=None, metavar="W1,...,Wk,WN",
+              help="Weights of a linear mixture of the k --ngram LMs and the --nnlm (last), "
+                   "e.g. interpolate's EM weights (@REPORT.json: its JSON report): the n-grams "
+                   "are interpolated with their weights renormalized to sum 1 and w = WN "
+                   "(a log-linear approximation of the linear mixture, paper 003 Eq. 3).")
 @click.option("--factors", "factors_file", metavar="FILE", default=None,
               help="FMP factors file applied to every utterance.")
 @click.option("--factors-dir", metavar="DIR", default=None,
@@ -99,7 +105,8 @@ Weights from tune-weights: --weights FILE; options given on the command line win
 @output_option
 @common_options
 @click.pass_context
-def rescore_nbest(ctx: click.Context, inputs, nnlm, ngram, class_files, ngram_weights, factors_file, factors_dir,
+def rescore_nbest(ctx: click.Context, inputs, nnlm, ngram, class_files, ngram_weights, mixture_weights,
+                  factors_file, factors_dir,
                   missing_factors,
                   unnormalized, lm_weight, nnlm_weight, word_penalty, weights_file, reuse_scores, best,
                   device, threads, batch_tokens, max_words, unk_penalty, chunk_utts, output) -> None:
@@ -125,6 +132,17 @@ def rescore_nbest(ctx: click.Context, inputs, nnlm, ngram, class_files, ngram_we
     ngram_classes = pair_classes(ngram, class_files)
     if ngram_weights is not None and not ngram:
         raise AsrprivError("--ngram-weights needs --ngram LMs")
+    share = None
+    if mixture_weights is not None:
+        from asrpriv.mixture.weights import parse_weights, split_mixture
+
+        if not (ngram and nnlm) or ngram_weights is not None:
+            raise AsrprivError("--mixture-weights needs --ngram LMs and --nnlm, and replaces "
+                               "--ngram-weights")
+        mix_weights, share = split_mixture(parse_weights(mixture_weights, len(ngram) + 1,
+                                                         "--mixture-weights"))
+        if len(ngram) > 1:
+            ngram_weights = ",".join(map(repr, mix_weights))
     if ngram:
         from asrpriv.mixture.weights import parse_weights
 
@@ -143,6 +161,8 @@ def rescore_nbest(ctx: click.Context, inputs, nnlm, ngram, class_files, ngram_we
                 setattr(weights, name, getattr(loaded, name))
         if not 0.0 <= weights.nnlm_weight <= 1.0:
             raise AsrprivError(f"{weights_file}: nnlm_weight must lie in [0, 1]")
+    if share is not None:
+        weights.nnlm_weight = share
 
     if threads:
         import torch

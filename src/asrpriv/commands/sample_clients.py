@@ -12,14 +12,17 @@ from asrpriv.options import common_options, info, output_option, seed_option, wa
 @click.argument("clients_path", metavar="[CLIENTS]", default="-")
 @click.option("--rate", type=float, required=True,
               help="Poisson rate q: each client takes part independently with probability q.")
-@click.option("--round", "round_index", type=int, required=True,
-              help="The round number t (>= 0); each round draws anew.")
+@click.option("--round", "round_index", type=int, default=None,
+              help="The round number t (>= 0); each round draws anew. Required unless --expected.")
+@click.option("--expected", is_flag=True,
+              help="Write q x N instead (the expected cohort size, %.6g: aggregate "
+                   "--expected-clients, the fixed DP denominator); no sampling.")
 @seed_option("Seed: the same (seed, round, client) always gives the same decision. Keep it "
              "secret: privacy amplification by sampling assumes the cohort is unknown. "
              "Default: os.urandom.")
 @output_option
 @common_options
-def sample_clients(clients_path, rate, round_index, seed, output):
+def sample_clients(clients_path, rate, round_index, expected, seed, output):
     """Select the clients of one round by Poisson sampling, as the DP accountant assumes.
 
     CLIENTS: one client id per line (# comments and blank lines skipped). Writes the selected
@@ -33,7 +36,9 @@ def sample_clients(clients_path, rate, round_index, seed, output):
 
     if not 0 < rate <= 1:
         raise AsrprivError("--rate must be in (0, 1]")
-    if round_index < 0:
+    if round_index is None and not expected:
+        raise AsrprivError("give --round T (or --expected)")
+    if round_index is not None and round_index < 0:
         raise AsrprivError("--round must be >= 0")
     clients: list[str] = []
     seen: dict[str, int] = {}
@@ -49,6 +54,10 @@ def sample_clients(clients_path, rate, round_index, seed, output):
         clients.append(line)
     if not clients:
         raise InputError(clients_path, None, "no client ids")
+    if expected:
+        with open_output(output) as stream:
+            stream.write(f"{rate * len(clients):.6g}\n")
+        return
     if seed is not None:
         warn("seeded sampling: whoever knows the seed knows every round's cohort (keep it secret)")
     chosen = poisson_sample(clients, rate, round_index, seed)
