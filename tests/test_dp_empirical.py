@@ -24,7 +24,7 @@ import pytest
 from scipy import stats
 
 from asrpriv.io.counts import parse_counts
-from asrpriv.privacy.counts_mechanism import laplace_counts
+from asrpriv.unigram.noise import laplace_counts
 from asrpriv.privacy.randomness import noise_rng
 from conftest import run_cli
 

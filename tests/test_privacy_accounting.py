@@ -103,7 +103,8 @@ def test_privacy_report_on_a_counts_file(tmp_path):
     from asrpriv.unigram.meta import with_history
 
     release = _release("laplace", epsilon=2.0, sensitivity_l1=1.0, grid=1.0)
-    meta = with_history({"format": "asrpriv-counts/2"}, History().add(release))
+    meta = with_history({"format": "asrpriv-counts/2", "unit": "client", "noise": "laplace"},
+                        History().add(release))
     counts = tmp_path / "c.counts"
     counts.write_text("".join(f"#{k}={v}\n" for k, v in meta.items()) + "a\t3\n")
     result = run_cli(["privacy-report", str(counts)])

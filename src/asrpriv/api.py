@@ -260,7 +260,7 @@ def add_laplace_noise(counts: Counts, vocab: Sequence[str], epsilon: float,
     makes it repeatable and NOT private (the release is marked seeded). The release is
     appended to the privacy history, as ``asrpriv add-noise`` does.
     """
-    from asrpriv.privacy.counts_mechanism import exact_fraction, laplace_counts
+    from asrpriv.unigram.noise import exact_fraction, laplace_counts
     from asrpriv.privacy.randomness import noise_rng
     from asrpriv.unigram.meta import refuse_seeded
 

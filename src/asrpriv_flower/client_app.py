@@ -64,6 +64,7 @@ def init_model(record, cfg, device: str):
         return cached
     _INIT.clear()
     payload = model_payload(record_state(record), list(cfg["vocab"]), json.loads(cfg["model-config"]))
+    payload.update(json.loads(cfg.get("model-privacy", "{}")))  # its privacy record, as in its file
     init = init_from_payload(payload, f"global model of round {cfg['round']}", device)
     if init.fingerprint != announced:
         raise AsrprivError(f"the received model's fingerprint {init.fingerprint[:12]} is not the "
@@ -114,7 +115,7 @@ def train_message(msg, context):
         return Message(RecordDict({"meta": meta}), reply_to=msg)
     result = update.train
     keys = {"weight": int(update.weight),
-            **client.delta_metadata(init, update, train_words=result.words,
+            **client.delta_metadata(init, update, name, train_words=result.words,
                                     train_sentences=result.sentences, confidence=confidence,
                                     train_only=train_only, seed=seed,
                                     epochs_run=len(result.history))}

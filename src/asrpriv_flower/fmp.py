@@ -139,7 +139,8 @@ def client_round(cfg) -> dict:
     new = None
     if mine is not None:
         rescored = os.path.join(home, f"rescored-{t}.tsv")
-        FmpRescorer(cfg["nnlm"], cfg["weights"], cfg["threads"]).rescore(mine, rescored, factors)
+        FmpRescorer(cfg["nnlm"], cfg["weights"], cfg["threads"],
+                    settings.allow_seeded).rescore(mine, rescored, factors)
         if t < last:
             new = count_round(rescored, os.path.join(home, f"new-{t}"), t, settings)[name]
             if settings.dp:

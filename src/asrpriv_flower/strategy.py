@@ -207,6 +207,8 @@ class AsrprivStrategy(Strategy):
         model = state_record(payload["state_dict"])
         common = {"round": t, "model-config": dumps(payload["config"]),
                   "vocab": list(payload["vocab"]), "model-fingerprint": fingerprint,
+                  "model-privacy": dumps({k: payload[k] for k in ("private_raw", "privacy_history",
+                                                                  "seeded") if k in payload}),
                   "train": os.path.abspath(s.train), "ids": bool(s.ids),
                   "utt2client": os.path.abspath(s.utt2client) if s.utt2client else "",
                   "max-words": int(s.max_words), "settings": dumps(s.training),

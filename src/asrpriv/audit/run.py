@@ -28,6 +28,7 @@ class AuditRequest:
     probe_folds: int = 5
     color_label: str | None = None
     memory_budget: int = 1 << 30
+    allow_seeded: bool = False
 
 
 def read_labels(path: str) -> tuple[list[str], dict[str, list[str]]]:
@@ -66,6 +67,9 @@ def run_audit(request: AuditRequest, progress=None) -> dict:
 
     columns, label_rows = read_labels(request.labels_path)
     items = expand_items(request.inputs)
+    from asrpriv.provenance import check_read_files, state_to_json
+
+    privacy = check_read_files([item.path for item in items], request.allow_seeded)
     missing = [item.name for item in items if item.name not in label_rows]
     if missing:
         raise InputError(request.labels_path, None,
@@ -121,6 +125,8 @@ def run_audit(request: AuditRequest, progress=None) -> dict:
         "entropy": {col: scores[col]["entropy"] for col in columns},
         "settings": {"seed": request.seed, "size": request.size, "epsilon": request.epsilon,
                      "clusters_requested": request.clusters, "log_base": 2},
+        # what the report reveals is what its items reveal (privacy-report reads this)
+        "privacy_state": state_to_json(privacy),
     }
     small = [col for col in columns if len(set(labels[col])) <= 5]
     if small:

@@ -76,8 +76,7 @@ def add_noise(input_path, mechanism, epsilon, noise_multiplier, clip, vocab_path
         raise AsrprivError("--noise-multiplier and --clip are for --mechanism gaussian")
     if epsilon is None or vocab_path is None:
         raise AsrprivError("--mechanism laplace needs --epsilon and --vocab")
-    from asrpriv.privacy.counts_mechanism import exact_fraction
-    from asrpriv.unigram.noise import release_counts_file
+    from asrpriv.unigram.noise import exact_fraction, release_counts_file
 
     eps = exact_fraction(epsilon, "--epsilon")
     sens = exact_fraction(sensitivity, "--sensitivity") if sensitivity is not None else None
@@ -93,4 +92,4 @@ def add_noise(input_path, mechanism, epsilon, noise_multiplier, clip, vocab_path
              f"({report.dropped_mass:g} pseudo-counts)")
     info(f"add-noise: Laplace scale {report.scale:g} (sensitivity {float(report.sensitivity):g} "
          f"from {report.sensitivity_source}, epsilon {float(eps):g}); epsilon spent "
-         f"{new_meta['epsilon']}")
+         f"{new_meta.get('epsilon', 'none: seeded noise is not private')}")

@@ -24,10 +24,16 @@ from asrpriv.options import common_options, info, output_option
               help="CPU threads for torch (0 = OMP_NUM_THREADS if set, else min(CPUs, 4)).")
 @click.option("--precision", type=click.IntRange(1, 17), default=7, show_default=True,
               help="Digits after the point of the log10 numbers in the ARPA file.")
+@click.option("--public", is_flag=True,
+              help="Declare TEXT public: the ARPA then records no private "
+                   "data. Without it the ARPA carries a '#private_raw' header and privacy-report "
+                   "calls it NOT private; you assert that the text is public.")
+@click.option("--allow-seeded-test-noise", "allow_seeded", is_flag=True,
+              help="Tests only: accept inputs made with seeded (not private) noise.")
 @output_option
 @common_options
 def approx_ngram(text, model_path, order, ids, min_backoff, batch_tokens, device, threads,
-                 precision, output):
+                 precision, output, public=False, allow_seeded=False):
     """Write an ARPA n-gram approximating the neural LM MODEL on TEXT (Singh et al. 2017).
 
     For every token of TEXT (its words and each sentence's </s>) the neural LM's probability
@@ -50,6 +56,12 @@ def approx_ngram(text, model_path, order, ids, min_backoff, batch_tokens, device
     from asrpriv.nnlm.finetune import choose_threads
     from asrpriv.rescore.nnlm import NnlmScorer, _max_positions
 
+    from asrpriv.nnlm.modelfile import read_model_file
+    from asrpriv.provenance import Inputs, write_arpa_header
+
+    inputs = Inputs(allow_seeded)
+    inputs.add_payload(model_path, read_model_file(model_path))
+    inputs.add_text(text, public)
     torch.set_num_threads(choose_threads(threads))
     scorer = NnlmScorer(model_path, device=device, batch_tokens=batch_tokens)
     model, vocab, config = scorer.model, scorer.vocab, scorer.config
@@ -67,6 +79,7 @@ def approx_ngram(text, model_path, order, ids, min_backoff, batch_tokens, device
     tables = average_ngrams(seqs, logps, order, base)
     orders = build_approx(tables, base, vocab.unk_id, vocab.bos_id, min_backoff)
     with open_output(output) as out:
+        write_arpa_header(out, "approx-ngram", inputs.state())
         write_approx_arpa(out, orders, vocab.words, precision)
     info(f"approx-ngram: {len(sentences)} sentences, {tokens} tokens scored in {t_score:.1f} s "
          f"({tokens / max(t_score, 1e-9):.0f} tokens/s); n-grams "

@@ -45,10 +45,12 @@ METHODS = ("ward", "divisive", "constrained", "random", "kmeans")
               help="Writes DIR/assignments.tsv, report.json, report.md, sizes.png and, for ward, "
                    "dendrogram.png.")
 @seed_option("Seed for the random baseline, k-means, the rank test and the probe's folds.")
+@click.option("--allow-seeded-test-noise", "allow_seeded", is_flag=True,
+              help="Tests only: accept items made with seeded (not private) noise.")
 @common_options
 def cluster_weights(inputs, labels_path, method, layer, clusters, size, epsilon, rank_label,
                     rank_distractors, rank_repeats, probe_labels, probe_groups, probe_folds,
-                    color_label, memory_mb, out_dir, seed):
+                    color_label, memory_mb, out_dir, seed, allow_seeded=False):
     """Audit what shared artifacts reveal about who made them (paper 004 §4.3-4.6).
 
     FILE... are model or delta files (one vector per file: the --layer parameters), counts
@@ -70,7 +72,8 @@ def cluster_weights(inputs, labels_path, method, layer, clusters, size, epsilon,
                            rank_label=rank_label, rank_distractors=rank_distractors,
                            rank_repeats=rank_repeats, probe_labels=list(probe_labels),
                            probe_groups=probe_groups, probe_folds=probe_folds,
-                           color_label=color_label, memory_budget=memory_mb << 20)
+                           color_label=color_label, memory_budget=memory_mb << 20,
+                           allow_seeded=allow_seeded)
     with Progress("dims") as bar:
         result = run_audit(request, progress=bar.update)
     write_outputs(result, out_dir, color_label, __version__)

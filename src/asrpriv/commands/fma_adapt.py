@@ -81,6 +81,7 @@ def fma_adapt(arpa_path, adapt_path, reversed_, prior, oov_to_unk, precision, ba
     write_factors_file(background_path, global_path, personal_path,
                        FmaSettings(alpha, beta, lam, smoothing), output, allow_seeded)
 
+
 def _adapt_arpa(arpa_path, adapt_path, background_path, global_path, personal_path, beta, reversed_,
                 prior, oov_to_unk, precision, allow_seeded, output):
     """ARPA mode: the library's adapt_arpa_file (also asrpriv.api.fma_adapt_arpa)."""

@@ -60,9 +60,11 @@ as perplexity's ppl does (the held-out perplexity then equals perplexity --weigh
               help="CPU threads for torch (0 = OMP_NUM_THREADS if set, else min(CPUs, 4)).")
 @click.option("-o", "--output", "output", default=None, metavar="FILE",
               help="The static mixture (ARPA), written atomically ('-' = stdout; mix mode only).")
+@click.option("--allow-seeded-test-noise", "allow_seeded", is_flag=True,
+              help="Tests only: accept LMs/factors made with seeded (not private) noise.")
 @common_options
 def interpolate(class_files, lm_paths, heldout, ids, weights_text, init_text, tol, max_iter, oov_policy, precision,
-                batch_size, threads, output):
+                batch_size, threads, output, allow_seeded=False):
     from asrpriv.errors import AsrprivError
     from asrpriv.mixture.weights import parse_weights
 
@@ -79,6 +81,9 @@ def interpolate(class_files, lm_paths, heldout, ids, weights_text, init_text, to
     if heldout is None and class_files:
         raise AsrprivError("a class LM cannot join a static ARPA mixture (its words are classes): "
                            "estimate weights with --heldout, score with perplexity --weights")
+    from asrpriv.provenance import check_read_files
+
+    check_read_files(lm_paths, allow_seeded)
     if heldout is None:
         weights = parse_weights(weights_text, len(lm_paths))
         _write_mixture(lm_paths, weights, output or "-", precision)
@@ -98,9 +103,15 @@ def _write_mixture(lm_paths, weights, output, precision) -> None:
     from asrpriv.ngram.packed import read_packed
     from asrpriv.options import info
 
+    from asrpriv.provenance import Inputs, write_arpa_header
+
+    inputs = Inputs(allow_seeded=True)  # seeded LMs were refused (or allowed) above
+    for path in lm_paths:  # even at weight 0 an LM's vocabulary joins the mixture's
+        inputs.add_arpa(path)
     models = [read_packed(p) for p in lm_paths]
     mixed = mix_models(models, weights)
     with open_output(output) as out:
+        write_arpa_header(out, "interpolate", inputs.state())
         mixed.write(out, precision)
     info(f"interpolate: static mixture of {len(models)} LMs, weights "
          f"{','.join(f'{w:g}' for w in weights)}: n-grams {mixed.counts()}")

@@ -36,9 +36,11 @@ HIGH_OOV_RATE = 0.10
 @click.option("--max-words", type=click.IntRange(min=1), default=1000, show_default=True,
               help="Neural LMs: refuse (FILE:LINE) a sentence longer than this many words.")
 @output_option
+@click.option("--allow-seeded-test-noise", "allow_seeded", is_flag=True,
+              help="Tests only: accept LMs/factors made with seeded (not private) noise.")
 @common_options
 def perplexity(text, lm_paths, class_files, weights_text, per_word, ids, as_json, batch_size, threads,
-               max_words, output):
+               max_words, output, allow_seeded=False):
     """Perplexity of an LM, or of a dynamic interpolation of LMs, on TEXT (stdin by default).
 
     Neural and n-gram LMs use the same conventions, so their numbers compare: each sentence's
@@ -57,6 +59,9 @@ def perplexity(text, lm_paths, class_files, weights_text, per_word, ids, as_json
     from asrpriv.mixture.weights import parse_weights
     from asrpriv.options import warn
 
+    from asrpriv.provenance import check_read_files
+
+    check_read_files(lm_paths, allow_seeded)
     weights = parse_weights(weights_text, len(lm_paths))
     from asrpriv.mixture import report
     from asrpriv.mixture.em import mix_logprobs

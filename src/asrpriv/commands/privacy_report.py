@@ -6,36 +6,8 @@ import json
 
 import click
 
-from asrpriv.errors import AsrprivError, InputError
+from asrpriv.errors import AsrprivError
 from asrpriv.options import common_options
-
-
-def _file_history(path: str):
-    """The privacy history a counts, factors, model or delta file records (empty if none)."""
-    from asrpriv.privacy.history import History
-
-    from asrpriv.io.lines import iter_lines
-    from asrpriv.nnlm.modelfile import is_model_file
-
-    if path != "-" and is_model_file(path):
-        from asrpriv.federated.aggregate import _history
-        from asrpriv.nnlm.modelfile import read_model_file
-
-        payload = read_model_file(path)
-        return payload["kind"], _history(payload, path)
-    text, lineno = None, 0
-    for lineno, line in iter_lines(path):
-        if not line.startswith("#"):
-            break
-        if line.startswith("#privacy_history="):
-            text = line[len("#privacy_history="):].strip()
-            break
-    if text is None:
-        return "text", History()
-    try:
-        return "text", History.from_json(text)
-    except ValueError as err:
-        raise InputError(path, lineno, f"bad privacy_history: {err}") from None
 
 
 @click.command("privacy-report")
@@ -46,14 +18,22 @@ def _file_history(path: str):
 @click.option("--delta", type=float, default=1e-5, show_default=True,
               help="The delta at which epsilon is reported.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+@click.option("--require-dp", is_flag=True,
+              help="Exit 3 unless FILE is differentially private (every private input went "
+                   "through a secure DP release): for batch jobs that must not release a "
+                   "non-private file.")
 @common_options
-def privacy_report(file, noise_multiplier, sample_rate, rounds, delta, as_json):
+def privacy_report(file, noise_multiplier, sample_rate, rounds, delta, as_json, require_dp):
     """Epsilon at --delta by RDP and PLD accountants (dp-accounting), for a file or for (z, q, T).
 
     \b
-    FILE (counts, factors, model or delta): its privacy history -- every DP release the file
-    depends on -- and the total epsilon (Laplace releases as LaplaceDpEvent(1/eps), Gaussian
-    rounds as Poisson-subsampled Gaussians, composed as the history says).
+    FILE (counts, factors, model, delta, ARPA, report): its privacy STATE first, in words --
+    public, NOT private (un-noised private data, or seeded test noise), mixed (DP releases
+    plus un-noised data: no guarantee for that data's owners), or differentially private --
+    then its privacy history (every DP release the file depends on) and the total epsilon
+    (Laplace releases as LaplaceDpEvent(1/eps), Gaussian rounds as Poisson-subsampled
+    Gaussians, composed as the history says). An empty history means no noise was
+    released: no guarantee, never "epsilon 0". --require-dp exits 3 unless the file is DP.
     --noise-multiplier Z --sample-rate Q --rounds T: T rounds of the Poisson-subsampled
     Gaussian mechanism (paper 001: q 0.01, T 1000, delta 1e-5).
     RDP uses dp-accounting's default orders; PLD a discretization of 1e-4. Paper 001 prints
@@ -80,30 +60,56 @@ def privacy_report(file, noise_multiplier, sample_rate, rounds, delta, as_json):
         return
     if any(p is not None for p in params):
         raise AsrprivError("--noise-multiplier/--sample-rate/--rounds are for the form without FILE")
-    kind, history = _file_history(file)
-    try:
-        total = accounting.history_epsilon(history, delta)
-    except ValueError as err:
-        raise AsrprivError(str(err)) from None
+    from asrpriv.provenance import read_state
+
+    kind, state = read_state(file)
+    history = state.history
+    total = None
+    if history.releases:
+        try:
+            total = accounting.history_epsilon(history, delta)
+        except ValueError as err:
+            raise AsrprivError(str(err)) from None
     if as_json:
-        obj = {"file": file, "releases": json.loads(history.to_json())["releases"],
-               "tree": json.loads(history.to_json())["tree"], "seeded": history.seeded,
-               **total.as_dict()}
+        record = json.loads(history.to_json())
+        obj = {"file": file, "kind": kind, "state": state.kind, "is_dp": state.is_dp,
+               "state_words": state.words(),
+               "private_raw": [p.to_dict() for p in sorted(state.raw)],
+               "releases": record["releases"], "tree": record["tree"], "seeded": history.seeded}
+        if total is not None:
+            obj.update(total.as_dict())
         click.echo(json.dumps(obj, sort_keys=True))
+        _require(require_dp, state)
         return
-    click.echo(f"{file}: {len(history)} DP release(s)" + (" -- SEEDED test noise, NOT private"
-                                                           if history.seeded else ""))
+    click.echo(f"{file} ({kind}): {state.words()}")
+    if not history.releases:
+        _require(require_dp, state)
+        return
+    click.echo(f"  {len(history)} DP release(s)" + (" -- SEEDED test noise, NOT private"
+                                                      if history.seeded else ""))
     for release in history.releases:
         click.echo("  " + accounting.describe_release(release))
     if history.tree is not None:
         click.echo(f"  composition: {json.loads(history.to_json())['tree']}")
     if total.error:
         click.echo(f"total: undefined ({total.error})")
+        _require(require_dp, state)
         return
-    line = (f"total at delta {delta:g}: epsilon {total.epsilon_rdp:.4g} (RDP), "
+    scope = "" if state.is_dp else ("of the releases only (the un-noised data above has no "
+                                    "guarantee) " if state.raw else "as recorded (seeded: NOT private) ")
+    line = (f"total {scope}at delta {delta:g}: epsilon {total.epsilon_rdp:.4g} (RDP), "
             f"{total.epsilon_pld:.4g} (PLD)")
     if total.epsilon_pure is not None:
         line += f", {total.epsilon_pure:.6g} (pure DP, delta 0)"
     click.echo(line)
     if total.pld_note:
         click.echo(f"  note: {total.pld_note}")
+    _require(require_dp, state)
+
+
+def _require(require_dp: bool, state) -> None:
+    """--require-dp: exit 3 (stderr says why) unless the file is DP."""
+    if require_dp and not state.is_dp:
+        click.echo(f"asrpriv privacy-report: --require-dp: the file is not differentially private "
+                   f"({state.kind})", err=True)
+        raise SystemExit(3)

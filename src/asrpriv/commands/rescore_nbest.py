@@ -102,6 +102,8 @@ Weights from tune-weights: --weights FILE; options given on the command line win
                    "(e.g. by adapting on text with new words) prefers hypotheses with OOV words.")
 @click.option("--chunk-utts", type=click.IntRange(min=1), default=256, show_default=True,
               help="Utterances read and scored together (bounds memory).")
+@click.option("--allow-seeded-test-noise", "allow_seeded", is_flag=True,
+              help="Tests only: accept LMs/factors made with seeded (not private) noise.")
 @output_option
 @common_options
 @click.pass_context
@@ -109,7 +111,8 @@ def rescore_nbest(ctx: click.Context, inputs, nnlm, ngram, class_files, ngram_we
                   factors_file, factors_dir,
                   missing_factors,
                   unnormalized, lm_weight, nnlm_weight, word_penalty, weights_file, reuse_scores, best,
-                  device, threads, batch_tokens, max_words, unk_penalty, chunk_utts, output) -> None:
+                  device, threads, batch_tokens, max_words, unk_penalty, chunk_utts, output,
+                  allow_seeded=False) -> None:
     from asrpriv.errors import AsrprivError
     from asrpriv.io.output import open_output
     from asrpriv.options import info, is_verbose
@@ -127,6 +130,9 @@ def rescore_nbest(ctx: click.Context, inputs, nnlm, ngram, class_files, ngram_we
                            "(or --reuse-scores to re-rank with the input's score columns)")
     if class_files and not ngram:
         raise AsrprivError("--classes needs --ngram (the class ARPA)")
+    from asrpriv.provenance import check_read_files
+
+    check_read_files([nnlm, *ngram, factors_file, factors_dir], allow_seeded)
     from asrpriv.mixture.streams import pair_classes
 
     ngram_classes = pair_classes(ngram, class_files)

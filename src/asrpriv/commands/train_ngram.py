@@ -33,11 +33,15 @@ from asrpriv.options import common_options, info, output_option
                    "occurrences lie in spans of C (then all its occurrences count as C).")
 @click.option("--precision", type=click.IntRange(1, 17), default=7, show_default=True,
               help="Digits after the point of the log10 numbers in the ARPA file.")
+@click.option("--public", is_flag=True,
+              help="Declare TEXT public (a background corpus): the ARPA then records no private "
+                   "data. Without it the ARPA carries a '#private_raw' header and privacy-report "
+                   "calls it NOT private; you assert that the text is public.")
 @output_option
 @common_options
 def train_ngram(text: str, order: int, ids: bool, vocab_path: str | None, discount_fallback: bool,
                 classes_out: str | None, spans_path: str | None, class_names: str,
-                member_share: float, precision: int, output: str) -> None:
+                member_share: float, precision: int, output: str, public: bool = False) -> None:
     """Train an interpolated modified Kneser-Ney LM on TEXT and write it as ARPA (log10).
 
     One sentence per line (TEXT '-' = stdin; .gz is read transparently). Sentences are framed
@@ -88,7 +92,12 @@ def train_ngram(text: str, order: int, ids: bool, vocab_path: str | None, discou
         raise InputError(text, None, "empty input: expected text, one sentence per line") from None
     from asrpriv.io.output import open_output
 
+    from asrpriv.provenance import Inputs, write_arpa_header
+
+    inputs = Inputs()
+    inputs.add_text(text, public)
     with open_output(output) as out:
+        write_arpa_header(out, "train-ngram", inputs.state())
         model.write(out, precision)
     if class_map is not None:
         with open_output(classes_out) as out:

@@ -47,6 +47,8 @@ from asrpriv.federated.fingerprint import model_fingerprint
 from asrpriv.federated.server import (ServerState, check_hparams, moments_update_, read_state,
                                       theta_update_, write_state)
 from asrpriv.privacy.history import History, Release, new_release_id
+from asrpriv.privacy.state import after_release
+from asrpriv.provenance import Inputs
 
 #: coordinates per slice when adding a float32 delta into the float64 sum
 ADD_CHUNK = 1 << 18
@@ -172,27 +174,8 @@ def _history(payload: dict, path: str) -> History:
 
 
 def flat_add(history: History, release: Release) -> History:
-    """``history`` then ``release`` in sequence, keeping a chain of rounds one flat ``seq`` node.
-
-    :meth:`History.add` nests ``seq`` inside ``seq`` once per call, and a history more than 64
-    levels deep is refused when read back; sequential composition is associative, so splicing
-    nested ``seq`` nodes into their parent changes nothing in the accounting.
-    """
-    combined = history.add(release)
-    return History(combined.releases, _splice(combined.tree))
-
-
-def _splice(tree):
-    if tree is None or isinstance(tree, int):
-        return tree
-    kind, children = tree
-    flat = []
-    for child in (_splice(c) for c in children):
-        if kind == "seq" and isinstance(child, tuple) and child[0] == "seq":
-            flat.extend(child[1])
-        else:
-            flat.append(child)
-    return (kind, tuple(flat))
+    """``history`` then ``release``, a chain of rounds kept one flat ``seq`` (History.add_flat)."""
+    return history.add_flat(release)
 
 
 @dataclass
@@ -219,6 +202,9 @@ class _Reference:
                 raise InputError(path, None, f"parameter {name} holds NaN or inf")
         self.fingerprint = model_fingerprint(self.config, self.vocab.words, state)
         self.history = _history(payload, path)
+        from asrpriv.provenance import payload_state
+
+        self.privacy = payload_state(payload, path)
         #: name -> (shape, dtype); the weights themselves are reloaded for the update
         self.state = {name: _Spec(t.shape, t.dtype, t.is_floating_point())
                       for name, t in state.items()}
@@ -357,7 +343,8 @@ def run_round(model_path: str, delta_args: list[str], output: str, server: str,
                     raise InputError(state_path, None, f"moment {key} does not match the model's "
                                                        "parameters")
         state.m, state.v = {}, {}  # read again after the deltas: at most 4 models in memory
-    histories = [ref.history]
+    inputs = Inputs(allow_seeded)
+    inputs.add(model_path, ref.privacy)
 
     report = RoundReport(files=paths)
     dp_on = dp.active
@@ -371,7 +358,7 @@ def run_round(model_path: str, delta_args: list[str], output: str, server: str,
         if _init_fingerprint(payload, path) != ref.fingerprint:
             mismatched.append(path)
             continue
-        histories.append(_history(payload, path))
+        inputs.add_payload(path, payload)
         delta = payload["state_dict"]
         if dp_on:
             norm = gaussian.l2_norm(delta)
@@ -401,13 +388,7 @@ def run_round(model_path: str, delta_args: list[str], output: str, server: str,
         raise InputError(model_path, None, f"{len(mismatched)} delta(s) were not fine-tuned from "
                                            f"this model (init_fingerprint differs): {shown}")
 
-    try:
-        history = History.combine(histories, disjoint=False)
-    except ValueError as err:
-        raise AsrprivError(f"cannot combine the inputs' privacy histories: {err}") from None
-    if history.seeded and not allow_seeded:
-        raise AsrprivError("an input carries seeded test noise, which is NOT private; pass "
-                           "--allow-seeded-test-noise if this is a test")
+    privacy = inputs.state()
 
     # ---- Delta_t: (noisy) weighted sum / denominator
     z = dp.noise_multiplier or 0.0
@@ -421,23 +402,22 @@ def run_round(model_path: str, delta_args: list[str], output: str, server: str,
                               {"noise_multiplier": float(z), "sensitivity_l2": float(dp.clip),
                                "sample_rate": float(dp.sample_rate), "rounds": 1},
                               seeded=seed is not None)
-            history = flat_add(history, release)
+            # the noise covers the clients' clipped updates, not what the model brought in
+            privacy = after_release(privacy, release, covers=("client update",),
+                                    keep=ref.privacy.raw, flat=True)
             report.release = release
     else:
         report.denominator = report.total_weight
     for name in list(acc):  # Delta_t in the parameters' dtype (frees the float64 sum)
         acc[name] = acc[name].div_(report.denominator).to(ref.state[name].dtype)
-    report.seeded = history.seeded
-
-    extra = {"privacy_history": history.to_json()} if history.releases else {}
-    if history.seeded:
-        extra["seeded"] = True
+    report.seeded = privacy.seeded
+    extra: dict = {}
 
     if aggregate_out:
         agg = {name: (acc[name] if name in acc else torch.zeros(spec.shape, dtype=spec.dtype))
                for name, spec in ref.state.items()}
         save_model(aggregate_out, agg, ref.vocab, ref.config, kind="delta",
-                   weight=report.denominator, init_fingerprint=ref.fingerprint, **extra)
+                   weight=report.denominator, init_fingerprint=ref.fingerprint, privacy=privacy)
 
     # ---- the server optimizer (post-processing of Delta_t), in place. FedAdam's step reads
     # only the new moments, so Delta_t is folded into m, v before the model is loaded again:
@@ -472,7 +452,7 @@ def run_round(model_path: str, delta_args: list[str], output: str, server: str,
         round_meta.update({"noise_multiplier": float(z), "clip_l2": float(dp.clip),
                            "denominator": float(dp.denominator),
                            "weight_cap": dp.weight_cap, "sample_rate": dp.sample_rate})
-    save_model(output, new_state, ref.vocab, ref.config, federated_round=round_meta, **extra)
+    save_model(output, new_state, ref.vocab, ref.config, federated_round=round_meta, privacy=privacy)
     if state_path:
         write_state(state_path, ServerState(server, t, report.fingerprint, hp, m_new, v_new))
     return report

@@ -172,6 +172,7 @@ def run_by_client(req, progress: Callable[..., object] | None = None,
     client.check_device(req.device)
     torch.set_num_threads(choose_threads(req.threads))
     init = client.load_init(req.init_path, req.device)
+    client.refuse_seeded_init(init, req.allow_seeded)
     talk(f"{init.config['arch']} LM {display_name(req.init_path)}, "
          f"{sum(p.numel() for p in init.model.parameters()):,} parameters; {len(clients)} of "
          f"{len(groups)} clients, {settings['optimizer']} lr {settings['lr']:g}, batch "
@@ -202,7 +203,7 @@ def run_by_client(req, progress: Callable[..., object] | None = None,
                 else:
                     tmp = stack.enter_context(atomic_path(os.path.join(req.by_client, name + SUFFIX)))
                     result = update.train
-                    client.write_delta(tmp, init, update, train_words=result.words,
+                    client.write_delta(tmp, init, update, name, train_words=result.words,
                                        train_sentences=result.sentences, confidence=req.confidence,
                                        train_only=req.train_only, seed=req.seed,
                                        epochs_run=len(result.history))

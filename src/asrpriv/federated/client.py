@@ -52,6 +52,7 @@ class InitModel:
     fingerprint: str
     path: str = ""
     device: str = "cpu"
+    privacy: Any = None  # its asrpriv.privacy.state.PrivacyState
 
 
 @dataclass
@@ -99,7 +100,7 @@ def load_init(path: str, device: str = "cpu") -> InitModel:
     from asrpriv.nnlm import modelfile
 
     check_device(device)
-    return _init_of(*modelfile.load_model(path, device), str(path), device)
+    return init_from_payload(modelfile.read_model_file(path), str(path), device)
 
 
 def init_from_payload(payload: dict, label: str, device: str = "cpu") -> InitModel:
@@ -107,17 +108,42 @@ def init_from_payload(payload: dict, label: str, device: str = "cpu") -> InitMod
     ``config``, ``vocab``, ``state_dict``), e.g. the global model received from a server;
     checked like a file (``label`` names it in errors)."""
     from asrpriv.nnlm import modelfile
+    from asrpriv.provenance import payload_state
 
     check_device(device)
-    return _init_of(*modelfile.model_from_payload(payload, label, device), label, device)
+    privacy = payload_state(payload, label)
+    return _init_of(*modelfile.model_from_payload(payload, label, device), label, device, privacy)
 
 
-def _init_of(model, vocab, config, path: str, device: str) -> InitModel:
+def _init_of(model, vocab, config, path: str, device: str, privacy) -> InitModel:
     from asrpriv.federated.fingerprint import model_fingerprint
 
     state = {k: v.detach().clone() for k, v in model.state_dict().items()}
     fingerprint = model_fingerprint(config, vocab.words, state)
-    return InitModel(model, vocab, config, state, fingerprint, path, device)
+    return InitModel(model, vocab, config, state, fingerprint, path, device, privacy)
+
+
+def refuse_seeded_init(init: InitModel, allowed: bool) -> None:
+    """A start model made with seeded test noise is refused unless ``allowed`` (AsrprivError)."""
+    from asrpriv.provenance import Inputs
+
+    Inputs(allowed).add(init.path, init.privacy)
+
+
+def delta_privacy(init: InitModel, client: str = "", public: bool = False):
+    """The state of one client's delta: its start model's, plus the client's un-noised update
+    (unit client); public text adds nothing.
+
+    The part names no client (``client`` is not recorded): a delta is the same file whether
+    ``finetune-lm --delta-out`` or ``--by-client`` wrote it, and a FedAvg sum of many clients
+    records one part, "un-noised client updates", not a list of who took part.
+    """
+    from asrpriv.privacy.state import PUBLIC, combine, raw_state
+
+    del client
+    if public:
+        return combine([init.privacy, PUBLIC])
+    return combine([init.privacy, raw_state("client update", "client")])
 
 
 def client_update(init: InitModel, sentences: Sequence[Sequence[str]],
@@ -178,16 +204,22 @@ def client_update(init: InitModel, sentences: Sequence[Sequence[str]],
                         snapped if keep_model else None)
 
 
-def delta_metadata(init: InitModel, result: ClientResult, **extra: Any) -> dict:
-    """The federated keys of a delta file (docs/FORMATS.md) plus ``extra``."""
+def delta_metadata(init: InitModel, result: ClientResult, client: str = "", public: bool = False,
+                   **extra: Any) -> dict:
+    """The federated keys of a delta file (docs/FORMATS.md) plus ``extra``, then its privacy
+    record (:func:`delta_privacy`)."""
+    from asrpriv.privacy.state import to_payload
+
     meta = {"init_fingerprint": init.fingerprint}
     if result.clip_l2 is not None:
         meta["clip_l2"] = float(result.clip_l2)
     meta.update(extra)
+    meta.update(to_payload(delta_privacy(init, client, public)))
     return meta
 
 
-def write_delta(path: str, init: InitModel, result: ClientResult, **extra: Any) -> None:
+def write_delta(path: str, init: InitModel, result: ClientResult, client: str = "",
+                public: bool = False, **extra: Any) -> None:
     """Write ``result`` as a delta file (atomically; byte-reproducible).
 
     Keys: the model-file layout with ``kind`` "delta", ``weight`` (words),
@@ -195,8 +227,13 @@ def write_delta(path: str, init: InitModel, result: ClientResult, **extra: Any) 
     """
     from asrpriv.nnlm import modelfile
 
+    meta = delta_metadata(init, result, client, public, **extra)
+    from asrpriv.privacy.state import HEADER_KEYS
+
+    for key in HEADER_KEYS:
+        meta.pop(key, None)
     modelfile.save_delta(path, result.delta, init.vocab, init.config, weight=result.weight,
-                         **delta_metadata(init, result, **extra))
+                         privacy=delta_privacy(init, client, public), **meta)
 
 
 def _no_grad():

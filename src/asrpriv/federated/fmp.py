@@ -151,11 +151,17 @@ class FmpRescorer:
     Args:
         nnlm: the neural LM file; weights: a weights file (tune-weights).
         threads: torch CPU threads (None: torch's choice).
+        allow_seeded: accept a model or factors made with seeded (not private) noise (tests).
     """
 
-    def __init__(self, nnlm: str, weights: str, threads: int | None = None) -> None:
+    def __init__(self, nnlm: str, weights: str, threads: int | None = None,
+                 allow_seeded: bool = False) -> None:
+        from asrpriv.provenance import check_read_files
         from asrpriv.rescore.combine import read_weights
         from asrpriv.rescore.nnlm import NnlmScorer
+
+        self.allow_seeded = allow_seeded
+        check_read_files([nnlm], allow_seeded)
 
         self.weights = read_weights(weights).weights
         if not 0.0 <= self.weights.nnlm_weight <= 1.0:
@@ -175,7 +181,10 @@ class FmpRescorer:
 
         factors = None
         if factors_file or factors_dir:
+            from asrpriv.provenance import check_read_files
             from asrpriv.rescore.factors import FactorTable
+
+            check_read_files([factors_file, factors_dir], self.allow_seeded)
 
             factors = FactorTable(self.scorer.vocab, factors_file, factors_dir, "ignore", "cpu")
         rescorer = Rescorer(self.weights, self.scorer, None, factors)
@@ -207,7 +216,7 @@ def global_counts(client_counts: Iterable[str], t: int, out: str, settings: FmpS
     """
     from asrpriv.io.counts import write_counts
     from asrpriv.io.output import open_output
-    from asrpriv.privacy.counts_mechanism import exact_fraction
+    from asrpriv.unigram.noise import exact_fraction
     from asrpriv.unigram.aggregate import aggregate_files, aggregate_to_file
     from asrpriv.unigram.noise import release_counts
 
@@ -263,7 +272,7 @@ def run_rounds(nbest: str, nnlm: str, weights: str, background: str, run_dir: st
     dropped = set(drop)
     join = lambda *parts: os.path.join(run_dir, *parts)  # noqa: E731
     split_by_client(nbest, rounds + 1, join("groups"), None, set(), None, None)
-    rescorer = FmpRescorer(nnlm, weights)
+    rescorer = FmpRescorer(nnlm, weights, allow_seeded=settings.allow_seeded)
     factors_dir = None
     for t in range(rounds + 1):
         rescored = join(f"rescored-{t}.tsv")

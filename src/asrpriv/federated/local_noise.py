@@ -20,8 +20,9 @@ def noise_delta_file(path: str, output: str, noise_multiplier: float, clip: floa
     Returns:
         ``(L2 norm before clipping, C)``.
     """
-    from asrpriv.federated.aggregate import _history, flat_add
     from asrpriv.nnlm.modelfile import read_model_file, save_model, vocab_and_config
+    from asrpriv.privacy.state import HEADER_KEYS, after_release
+    from asrpriv.provenance import Inputs
 
     if not math.isfinite(noise_multiplier) or noise_multiplier < 0:
         raise AsrprivError("--noise-multiplier must be finite and >= 0")
@@ -40,22 +41,16 @@ def noise_delta_file(path: str, output: str, noise_multiplier: float, clip: floa
         clip = float(recorded)
     if not math.isfinite(clip) or clip <= 0:
         raise AsrprivError("--clip must be finite and > 0")
-    history = _history(payload, path)
-    if history.seeded and not allow_seeded:
-        raise AsrprivError(f"{path} carries seeded test noise, which is NOT private; pass "
-                           "--allow-seeded-test-noise if this is a test")
+    privacy = Inputs(allow_seeded).add_payload(path, payload)
     _, norm, _ = gaussian.noisy_delta(state, noise_multiplier, clip, gaussian.NoiseSource(seed))
     extra = {k: v for k, v in payload.items()
              if k not in ("format", "format_version", "kind", "config", "vocab", "state_dict",
-                          "privacy_history", "seeded", "clip_l2")}
-    if noise_multiplier > 0:
-        history = flat_add(history, Release(new_release_id(), "gaussian", "client",
-                                            {"noise_multiplier": float(noise_multiplier),
-                                             "sensitivity_l2": float(clip), "sample_rate": 1.0,
-                                             "rounds": 1}, seeded=seed is not None))
-    if history.releases:
-        extra["privacy_history"] = history.to_json()
-    if history.seeded:
-        extra["seeded"] = True
-    save_model(output, state, vocab, config, kind="delta", clip_l2=float(clip), **extra)
+                          "clip_l2", *HEADER_KEYS)}
+    if noise_multiplier > 0:  # covers the client's clipped update, not what its start model holds
+        release = Release(new_release_id(), "gaussian", "client",
+                          {"noise_multiplier": float(noise_multiplier), "sensitivity_l2": float(clip),
+                           "sample_rate": 1.0, "rounds": 1}, seeded=seed is not None)
+        privacy = after_release(privacy, release, covers=("client update",), flat=True)
+    save_model(output, state, vocab, config, kind="delta", clip_l2=float(clip), privacy=privacy,
+               **extra)
     return norm, clip

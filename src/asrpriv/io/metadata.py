@@ -73,6 +73,16 @@ def _history(value: str) -> str | None:
     return None
 
 
+def _raw(value: str) -> str | None:
+    from asrpriv.privacy.state import StateError, raw_from_json
+
+    try:
+        raw_from_json(value)
+    except (StateError, ValueError) as err:
+        return f"bad private_raw: {err}"
+    return None
+
+
 def _zero(value: str) -> str | None:
     return None if value in ("0", "0.0") else "expected 0 (pure DP)"
 
@@ -116,6 +126,20 @@ FACTORS_KEYS: dict[str, Callable[[str], str | None]] = {
     "lambda": lambda v: _finite(v, None, None),
     "smoothing": lambda v: _finite(v, 0.0, None),
     "log_base": _choice("e"),
+    "private_raw": _raw,
+}
+
+#: ``#key=value`` lines that asrpriv writes before an ARPA's ``\\data\\`` (kenlm skips them)
+ARPA_KEYS: dict[str, Callable[[str], str | None]] = {
+    **_COMMON,
+    "format": _choice("asrpriv-arpa-meta/1"),
+    "step": _plain,
+    "variant": _plain,
+    "beta": lambda v: _finite(v, 0.0, None),
+    "prior": lambda v: _finite(v, 0.0, None),
+    "oov": _plain,
+    "marginal": _plain,
+    "private_raw": _raw,
 }
 
 
@@ -164,6 +188,13 @@ def check_history_consistency(path: str | None, meta: dict[str, str], lines: dic
         raise InputError(path, lines.get("noise"), "noisy counts without a privacy_history: "
                          "their privacy cost cannot be accounted (made by an older asrpriv, or "
                          "edited); re-run add-noise with this version")
+    if meta.get("format", "").startswith("asrpriv-counts"):
+        from asrpriv.privacy.state import check_laplace_record
+
+        problem = check_laplace_record(meta, history)
+        if problem:
+            raise InputError(path, lines.get("noise") or where,
+                             f"the privacy record contradicts itself: {problem} (edited?)")
     if history.seeded != (meta.get("seeded") == "1"):
         raise InputError(path, where or lines.get("seeded"),
                          "the 'seeded' mark disagrees with the privacy_history")

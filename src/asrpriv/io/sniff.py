@@ -71,3 +71,21 @@ def ids_warning(lines: Iterable[str]) -> str | None:
         return None
     return (f"the first word of every line looks like an utterance id ({firsts[0]!r}, "
             f"{firsts[1]!r}, ...): if this is Kaldi text, give --ids, or the ids are counted as words")
+
+
+def is_torch_file(path: str) -> bool:
+    """True if ``path`` looks like a torch file (a zip archive, or a bare pickle: first byte
+    0x80, the pickle protocol marker) rather than text, ARPA or a kenlm binary.
+
+    A bare pickle counts, so that it goes to the model reader and is refused there (weights
+    only) instead of being read as text. Unreadable paths are not torch files.
+    """
+    import zipfile
+
+    try:
+        if zipfile.is_zipfile(path):
+            return True
+        with open(path, "rb") as f:
+            return f.read(1) == b"\x80"
+    except OSError:
+        return False

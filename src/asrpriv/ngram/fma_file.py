@@ -23,22 +23,22 @@ def adapt_arpa_file(arpa_path: str, adapt_path: str, output: str, beta: float = 
     from asrpriv.ngram.fma import adapt_arpa, marginals, write_arpa_lines
     from asrpriv.ngram.packed import read_packed
     from asrpriv.options import info, warn
-    from asrpriv.privacy.history import History
-    from asrpriv.unigram.meta import history_of, refuse_seeded, with_history
+    from asrpriv.privacy.state import to_meta
+    from asrpriv.provenance import Inputs
 
     if not math.isfinite(beta) or beta < 0:
         raise AsrprivError(f"--beta must be a finite number >= 0, got {beta}")
     check_writable(output)
-    histories = []
+    inputs = Inputs(allow_seeded)
 
     def read(path):
         meta, counts = read_counts(path)
-        refuse_seeded(path if path != "-" else "<stdin>", meta, allow_seeded)
-        histories.append(history_of(meta))
+        inputs.add_counts(path, meta)
         return counts
 
     adapt_counts = read(adapt_path)
     background_counts = read(background_path) if background_path else None
+    inputs.add_arpa(arpa_path)
     model = read_packed(arpa_path)
     marg = marginals(model, adapt_counts, prior, background_counts, adapt_path, oov_to_unk)
     if marg.clipped:
@@ -52,7 +52,7 @@ def adapt_arpa_file(arpa_path: str, adapt_path: str, output: str, beta: float = 
             "variant": "reversed" if reversed_ else "standard", "beta": f"{beta:g}",
             "prior": f"{prior:g}", "oov": "unk" if oov_to_unk else "dropped", "marginal": "counts" if background_path else "arpa-unigrams",
             "version": __version__}
-    meta = with_history(meta, History.combine(histories, disjoint=False))
+    meta = to_meta(meta, inputs.state())
     with open_output(output) as stream:
         for key, value in meta.items():
             stream.write(f"#{key}={value}\n")

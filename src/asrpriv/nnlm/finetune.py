@@ -44,6 +44,8 @@ class FinetuneRequest:
     by_client: str | None = None
     utt2client: str | None = None
     clients_path: str | None = None
+    public: bool = False
+    allow_seeded: bool = False
 
 
 def choose_threads(requested: int) -> int:
@@ -116,6 +118,7 @@ def run_finetune(req: FinetuneRequest, progress: Callable[[], object] | None = N
     if req.init_path:
         check_init_options(req)
         init = client.load_init(req.init_path, req.device)
+        client.refuse_seeded_init(init, req.allow_seeded)
         model, vocab, config = init.model, init.vocab, init.config
     else:
         if req.vocab_path:
@@ -178,17 +181,39 @@ def run_finetune(req: FinetuneRequest, progress: Callable[[], object] | None = N
     meta = {"train_words": result.words, "train_sentences": result.sentences,
             "confidence": req.confidence, "train_only": req.train_only, "seed": req.seed,
             "epochs_run": len(result.history)}
+    privacy = _output_privacy(req, init)
     if update is not None:
         if req.delta_out:
             if update.clip_l2 is not None:
                 talk(f"delta L2 norm {update.norm:.6g}, clipped to {update.clip_l2:g}"
                      if update.norm > update.clip_l2 else
                      f"delta L2 norm {update.norm:.6g} <= clip {update.clip_l2:g}")
-            client.write_delta(req.delta_out, init, update, **meta)
-        modelfile.save_model(req.output, update.model_state, vocab, config, **meta)
+            client.write_delta(req.delta_out, init, update, public=req.public, **meta)
+        modelfile.save_model(req.output, update.model_state, vocab, config, privacy=privacy, **meta)
     else:
-        modelfile.save_model(req.output, model, vocab, config, **meta)
+        modelfile.save_model(req.output, model, vocab, config, privacy=privacy, **meta)
     return result
+
+
+def _output_privacy(req: FinetuneRequest, init):
+    """The trained model's privacy state: the start model's (``--init``), the vocabulary
+    file's (an ARPA records one; a word list is asserted public) and the training text's
+    (raw unless ``--public``)."""
+    from asrpriv.provenance import Inputs
+
+    inputs = Inputs(allow_seeded=True)  # seeded inputs were refused when they were read
+    if init is not None:
+        inputs.add(req.init_path, init.privacy)
+    if req.vocab_path and _is_arpa(req.vocab_path):
+        inputs.add_arpa(req.vocab_path)
+    inputs.add_text(req.train_path, req.public)
+    return inputs.state()
+
+
+def _is_arpa(path: str) -> bool:
+    from asrpriv.provenance import sniff
+
+    return sniff(path) == "arpa"
 
 
 def check_init_options(req: FinetuneRequest) -> None:

@@ -85,24 +85,52 @@ def check_partition(text: str) -> frozenset[str]:
     for label in labels:
         if not _LABEL.match(label):
             raise ValueError(f"bad partition label {label!r} (letters, digits, _.:/+- only)")
-    if len(set(labels)) != len(labels):
+        normalize_label(label)
+    if len({normalize_label(label) for label in labels}) != len(labels):
         raise ValueError(f"partition {text!r} repeats a label")
     return frozenset(labels)
 
 
+def normalize_label(label: str) -> str:
+    """The form in which labels are compared: case-folded, ``.`` and empty path segments
+    dropped (``Alice``, ``./alice`` and ``alice/`` name the same data as ``alice``).
+
+    Raises:
+        ValueError: a ``..`` segment (it would climb out of a label) or nothing left.
+    """
+    parts = [p for p in label.casefold().split("/") if p not in ("", ".")]
+    if ".." in parts:
+        raise ValueError(f"bad partition label {label!r}: '..' is not allowed")
+    if not parts:
+        raise ValueError(f"bad partition label {label!r}: empty")
+    return "/".join(parts)
+
+
 def labels_overlap(a: frozenset[str] | set[str], b: frozenset[str] | set[str]) -> list[str]:
     """Labels of ``a`` that may share data with labels of ``b``: equal, or one a ``/``-path
-    prefix of the other (``r0`` contains ``r0/alice``). Empty list = provably disjoint."""
+    prefix of the other (``r0`` contains ``r0/alice``), compared in normalized form
+    (:func:`normalize_label`: ``Alice`` = ``./alice``). Empty list = provably disjoint."""
     clash = []
     for x in a:
+        nx = normalize_label(x)
         for y in b:
-            if x == y or x.startswith(y + "/") or y.startswith(x + "/"):
+            ny = normalize_label(y)
+            if nx == ny or nx.startswith(ny + "/") or ny.startswith(nx + "/"):
                 clash.append(x)
     return sorted(set(clash))
 
 
 def partition_string(labels: frozenset[str] | set[str]) -> str:
     return ",".join(sorted(labels))
+
+
+def _no_duplicate_keys(pairs: list) -> dict:
+    """JSON objects with a key twice are refused (json's default keeps the last one silently,
+    so an edited ledger could hide a release's real parameters behind a second copy)."""
+    keys = [k for k, _ in pairs]
+    if len(set(keys)) != len(keys):
+        raise ValueError(f"duplicate key(s) {sorted({k for k in keys if keys.count(k) > 1})} in the history JSON")
+    return dict(pairs)
 
 
 @dataclass(frozen=True)
@@ -186,6 +214,20 @@ def _remap(tree: Tree, mapping: dict[int, int | None]) -> Tree | None:
     return (kind, tuple(kept))
 
 
+def _splice(tree: Tree | None) -> Tree | None:
+    """Splice ``seq`` children of ``seq`` nodes into their parent (associativity)."""
+    if tree is None or isinstance(tree, int):
+        return tree
+    kind, children = tree
+    flat: list = []
+    for child in (_splice(c) for c in children):
+        if kind == "seq" and isinstance(child, tuple) and child[0] == "seq":
+            flat.extend(child[1])
+        else:
+            flat.append(child)
+    return (kind, tuple(flat))
+
+
 def _leaves(tree: Tree) -> list[int]:
     if isinstance(tree, int):
         return [tree]
@@ -262,6 +304,16 @@ class History:
     def add(self, release: Release) -> "History":
         """This history, then ``release`` (sequential composition)."""
         return History.combine([self, History((release,), 0)], disjoint=False)
+
+    def add_flat(self, release: Release) -> "History":
+        """This history, then ``release``, keeping a chain of rounds one flat ``seq`` node.
+
+        :meth:`add` nests ``seq`` inside ``seq`` once per call, and a history more than 64
+        levels deep is refused when read back; sequential composition is associative, so
+        splicing nested ``seq`` nodes into their parent changes nothing in the accounting.
+        """
+        combined = self.add(release)
+        return History(combined.releases, _splice(combined.tree))
 
     @classmethod
     def combine(cls, histories: list["History"], disjoint: bool) -> "History":
@@ -355,7 +407,7 @@ class History:
             raise ValueError(f"non-finite number {name} in history")
 
         try:
-            obj = json.loads(text, parse_constant=no_constant)
+            obj = json.loads(text, parse_constant=no_constant, object_pairs_hook=_no_duplicate_keys)
         except (json.JSONDecodeError, RecursionError) as exc:
             raise ValueError(f"history is not valid JSON: {exc}") from None
         if not isinstance(obj, dict) or set(obj) != {"format", "releases", "tree"}:
@@ -382,7 +434,7 @@ class History:
         tree = None if obj["tree"] is None else dec(obj["tree"])
         return cls(releases, tree)
 
-    def describe(self) -> str:
+    def describe(self) -> str:  # noqa: D401
         """A short human summary: number of releases, and epsilon when pure DP."""
         if not self.releases:
             return "no DP release"

@@ -93,33 +93,33 @@ def write_factors_file(background: str, global_path: str | None, personal_path: 
                        settings: FmaSettings, output: str, allow_seeded: bool = False) -> None:
     """``fma-adapt`` factor mode: read the counts files, write the factors file ``output``.
 
-    Every input's privacy history is carried into the factors' metadata (sequential
-    composition: one client's factors use all of them). Inputs with seeded (not private)
-    noise are refused unless ``allow_seeded``. Written atomically (``-`` = stdout).
+    The factors' privacy state is derived from every input that enters them (a weight of 0
+    leaves the output independent of that file); inputs with seeded (not private) noise are
+    refused unless ``allow_seeded``. Written atomically (``-`` = stdout).
     """
     from asrpriv import __version__
     from asrpriv.io.counts import read_counts
     from asrpriv.io.factors import write_factors
     from asrpriv.io.output import open_output
-    from asrpriv.privacy.history import History
-    from asrpriv.unigram.meta import history_of, refuse_seeded, with_history
+    from asrpriv.privacy.state import to_meta
+    from asrpriv.provenance import Inputs
 
     settings.validate(global_path is not None, personal_path is not None)
-    histories = []
+    inputs = Inputs(allow_seeded)
 
-    def read(path, allow_empty):
+    def read(path, allow_empty, used=True):
         meta, counts = read_counts(path, allow_empty=allow_empty)
-        refuse_seeded(path if path != "-" else "<stdin>", meta, allow_seeded)
-        histories.append(history_of(meta))
+        if used:  # a weight of 0 leaves the output independent of the file
+            inputs.add_counts(path, meta)
         return counts
 
     u = read(background, False)
-    qbar = read(global_path, True) if global_path else None
-    q = read(personal_path, True) if personal_path else None
+    qbar = read(global_path, True, settings.alpha > 0) if global_path else None
+    q = read(personal_path, True, settings.beta > 0) if personal_path else None
     factors = adaptation_factors(u, qbar, q, settings)
     meta = {"format": "asrpriv-factors/2", "alpha": f"{settings.alpha:g}",
             "beta": f"{settings.beta:g}", "lambda": f"{settings.lam:g}",
             "smoothing": f"{settings.smoothing:g}", "log_base": "e", "version": __version__}
-    meta = with_history(meta, History.combine(histories, disjoint=False))
+    meta = to_meta(meta, inputs.state(), always_raw=True)
     with open_output(output) as stream:
         write_factors(stream, meta, factors)

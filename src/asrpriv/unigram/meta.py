@@ -50,17 +50,12 @@ def history_of(meta: dict[str, str]) -> History:
 
 
 def with_history(meta: dict[str, str], history: History) -> dict[str, str]:
-    """``meta`` with the history, its seeded mark and its epsilon summary set (or removed)."""
-    meta = {k: v for k, v in meta.items() if k not in ("privacy_history", "seeded", "epsilon")}
-    if history.releases:
-        meta["privacy_history"] = history.to_json()
-        try:
-            meta["epsilon"] = _fmt(Fraction(history.epsilon_pure()))
-        except ValueError:
-            pass
-        if history.seeded:
-            meta["seeded"] = "1"
-    return meta
+    """``meta`` of counts with the history, its seeded mark and its epsilon summary set (or
+    removed): :func:`asrpriv.privacy.state.to_meta` (counts keep no ``private_raw``: their
+    state follows from ``#public``/``#noise``, see :func:`~asrpriv.privacy.state.from_counts_meta`)."""
+    from asrpriv.privacy.state import PrivacyState, to_meta
+
+    return to_meta(meta, PrivacyState(history, frozenset()))
 
 
 def refuse_seeded(name: str, meta: dict[str, str], allowed: bool) -> None:

@@ -1,32 +1,160 @@
-"""``add-noise`` on counts files: the discrete Laplace release of paper 000 Eq. 8-9.
+"""The Laplace mechanism on a counts vector over a public vocabulary (paper 000, Eq. 8-9).
 
-The mechanism itself is :func:`asrpriv.privacy.counts_mechanism.laplace_counts`; this module
-reads and writes the files around it (seeded inputs refused, the public vocabulary read).
+Design decisions (where the paper is vague or wrong):
+
+- **Sensitivity from enforced bounds.** The paper takes sensitivity 1 by assuming a word occurs at
+  most once per utterance. A unit (utterance or client) in fact contributes a whole vector of
+  kernel-weighted counts; ``count-unigrams --max-l1 B`` clips that vector to L1 norm B, so under
+  add/remove-one-unit adjacency the L1 sensitivity of the summed counts is exactly B. It is read
+  from the metadata, never assumed; an explicit override is recorded as such, and refused
+  when below the recorded bound (it would under-noise).
+- **The whole public vocabulary.** Noise is added to every word of a public vocabulary, zero
+  counts included, so the set of output keys never depends on the private data. Input words
+  outside it are dropped (their number and mass are private: reported on stderr only with
+  ``--debug-private-stats``).
+- **Post-processing only after noise.** Negative noisy counts clamp to 0; the normalizer of
+  Eq. (8) is the sum of the noisy counts (the same as the paper's denominator up to the clamp).
+  Post-processing costs no privacy.
+- **The ledger.** Each call is one release (:class:`asrpriv.privacy.history.Release`, a fresh
+  random id) appended to the input's privacy history; ``epsilon`` in the output metadata is
+  the history's total (repeated noise adds up).
+- **What the output says.** Data-dependent metadata (the number of units) is dropped: only the
+  mechanism's public parameters remain.
 """
 
 from __future__ import annotations
 
+import random
+from dataclasses import dataclass
 from fractions import Fraction
 
+from asrpriv.errors import AsrprivError
+from asrpriv.privacy.laplace import laplace_scale_steps, noisy_counts
+from asrpriv.privacy.history import Release, new_release_id
+from asrpriv.unigram.meta import base_meta, history_of, with_history
+
+
+@dataclass
+class NoiseReport:
+    dropped_words: int
+    dropped_mass: float
+    scale: float
+    sensitivity: Fraction
+    sensitivity_source: str
+
+
+def exact_fraction(text: str, what: str) -> Fraction:
+    try:
+        value = Fraction(text)
+    except (ValueError, ZeroDivisionError):
+        raise AsrprivError(f"{what}: expected a number, got {text!r}") from None
+    if value and not 1e-300 <= abs(value) <= 1e300:  # beyond floats: the scale would overflow
+        raise AsrprivError(f"{what}: {text!r} is out of range (1e-300 to 1e300)")
+    return value
+
+
+def laplace_counts(meta: dict[str, str], counts: dict[str, float], vocab: list[str],
+                   epsilon: Fraction, rng: random.Random,
+                   sensitivity: Fraction | None = None,
+                   clamp: bool = True, seeded: bool = False) -> tuple[dict[str, str], dict[str, float], NoiseReport]:
+    """Release ``counts`` with epsilon-DP Laplace noise over every word of ``vocab``.
+
+    Args:
+        meta: the counts' metadata (must record ``max_l1`` and ``grid`` unless overridden).
+        counts: word -> count (integer multiples of the grid).
+        vocab: the public vocabulary; the output has exactly these words.
+        epsilon: privacy parameter (> 0).
+        rng: random source (secure unless seeded, see :mod:`asrpriv.privacy.randomness`).
+        sensitivity: explicit L1 sensitivity overriding the metadata's bound.
+        clamp: clamp negative noisy counts to 0 (post-processing).
+        seeded: ``rng`` is seeded (repeatable, not private): the release is marked so.
+
+    Returns:
+        ``(metadata, noisy counts, report)``.
+    """
+    if epsilon <= 0:
+        raise AsrprivError("--epsilon must be > 0")
+    if sensitivity is not None:
+        if sensitivity <= 0:
+            raise AsrprivError("--sensitivity must be > 0")
+        if "max_l1" in meta and sensitivity < exact_fraction(meta["max_l1"], "max_l1"):
+            raise AsrprivError(f"--sensitivity {float(sensitivity):g} is below the contribution "
+                               f"bound max_l1={meta['max_l1']} the counts record: that would "
+                               "under-noise; drop --sensitivity (or give one >= the bound)")
+        source = "override"
+    else:
+        if "max_l1" not in meta:
+            raise AsrprivError("the counts record no contribution bound (max_l1); make them with "
+                               "'count-unigrams --max-l1 B' or give --sensitivity explicitly")
+        sensitivity = exact_fraction(meta["max_l1"], "max_l1 in metadata")
+        source = f"max_l1 per {meta.get('unit', 'unit')}"
+    if "grid" in meta:
+        grid = exact_fraction(meta["grid"], "grid in metadata")
+    else:  # counts without a grid: put them on the default grid now (exact for bounded counts)
+        from asrpriv.unigram.counting import DEFAULT_GRID
+
+        grid = Fraction(DEFAULT_GRID)
+    if grid <= 0 or sensitivity <= 0:  # never hand the sampler a zero or negative scale
+        raise AsrprivError(f"grid ({grid}) and sensitivity ({sensitivity}) in metadata must be > 0")
+    gamma = float(grid)
+    steps: list[int] = []
+    for word in vocab:
+        value = counts.get(word, 0.0)
+        k = round(value / gamma)
+        if abs(k * gamma - value) > 1e-9 * max(1.0, value) and source != "override":
+            raise AsrprivError(f"count of {word!r} ({value}) is not a multiple of the grid {gamma}; "
+                               "the counts were not made by a bounded count-unigrams")
+        steps.append(k)
+    vocab_set = set(vocab)
+    dropped = [w for w in counts if w not in vocab_set]
+    scale_steps = laplace_scale_steps(sensitivity, epsilon, grid)
+    noisy = noisy_counts(steps, scale_steps, rng)
+    out = {w: (max(k, 0) if clamp else k) * gamma for w, k in zip(vocab, noisy)}
+    unit = meta.get("unit", "utterance")
+    try:
+        release = Release(new_release_id(), "laplace", unit,
+                          {"epsilon": float(epsilon), "sensitivity_l1": float(sensitivity),
+                           "grid": float(grid)}, meta.get("partition", ""), seeded)
+    except (ValueError, OverflowError) as err:
+        raise AsrprivError(f"cannot record this release: {err}") from None
+    history = history_of(meta).add(release)
+    new_meta = base_meta(unit=meta.get("unit"), max_l1=meta.get("max_l1"), grid=_f(grid),
+                         noise="laplace", mechanism="discrete-laplace", delta=0,
+                         sensitivity=_f(sensitivity), sensitivity_source=source,
+                         noise_scale=_f(sensitivity / epsilon), vocab_size=len(vocab),
+                         clamp="0" if clamp else "none", source=meta.get("source"),
+                         sigma=meta.get("sigma"), partition=meta.get("partition"))
+    new_meta = with_history(new_meta, history)
+    report = NoiseReport(len(dropped), sum(counts[w] for w in dropped), float(sensitivity / epsilon),
+                         sensitivity, source)
+    return new_meta, out, report
+
+
+def _f(value: Fraction) -> str:
+    return f"{float(value):.10g}"
+
+
+# ---------------------------------------------------------------------------- add-noise on files
 
 def release_counts(meta: dict[str, str], counts: dict[str, float], name: str, vocab_path: str,
                    epsilon: Fraction, seed: int | None = None,
                    sensitivity: Fraction | None = None, clamp: bool = True,
                    allow_seeded: bool = False):
-    """One epsilon-DP release of ``counts`` over the public vocabulary in ``vocab_path``.
+    """``add-noise`` (Laplace) on counts already read: one epsilon-DP release of ``counts`` over
+    the public vocabulary in ``vocab_path`` (a word list or a public counts file).
 
     Args:
-        meta, counts: the counts file's metadata and rows (``name``: its name in errors).
+        meta, counts: the counts file's metadata and rows (``name``: its name in errors);
+            counts with seeded (not private) noise are refused unless ``allow_seeded``.
         epsilon: this release's epsilon (pure DP); the scale is sensitivity / epsilon.
         seed: None = the OS's secure source; an int makes the noise repeatable and NOT
             private (the output is marked seeded).
         sensitivity: overrides the recorded bound ``max_l1`` (recorded as an override).
 
     Returns:
-        (new metadata, noisy counts, the mechanism's report).
+        (new metadata, noisy counts, :class:`NoiseReport`).
     """
     from asrpriv.io.counts import read_wordlist
-    from asrpriv.privacy.counts_mechanism import laplace_counts
     from asrpriv.privacy.randomness import noise_rng
     from asrpriv.unigram.meta import refuse_seeded
 

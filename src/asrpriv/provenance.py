@@ -1,0 +1,292 @@
+"""Where every step reads the privacy state of its inputs: one place, so no step can forget.
+
+A step's library entry names its inputs here (:class:`Inputs`): artifact files (counts,
+factors, models, deltas, server states, ARPA LMs, audit reports) by path, and private or
+public text by what it is. :meth:`Inputs.state` then gives the output's
+:class:`~asrpriv.privacy.state.PrivacyState` (composition rules in
+:mod:`asrpriv.privacy.state`), after refusing seeded test noise unless the step was told it
+is a test. Writers take that state (:func:`asrpriv.privacy.state.to_meta`,
+:func:`~asrpriv.privacy.state.to_payload`).
+
+:func:`read_state` sniffs any file asrpriv writes and returns its state (privacy-report).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+
+from asrpriv.errors import AsrprivError, InputError
+from asrpriv.privacy.state import (PUBLIC, PrivacyState, RawPart, StateError, combine,
+                                   from_counts_meta, from_meta, from_payload, raw_state,
+                                   refuse_seeded)
+
+#: first-line markers of the text files asrpriv writes
+_COUNTS = "#format=asrpriv-counts"
+_FACTORS = "#format=asrpriv-factors"
+
+
+def text_state(public: bool, what: str = "text", unit: str = "none", partition: str = "") -> PrivacyState:
+    """The state of text a step reads: public when declared so (``--public``), else raw."""
+    return PUBLIC if public else raw_state(what, unit, partition)
+
+
+def arpa_header(path: str) -> tuple[dict[str, str], int]:
+    """The validated ``#key=value`` lines before an ARPA's ``\\data\\``: ``(meta, lines read)``.
+
+    Only asrpriv's own header (first line ``#format=asrpriv-arpa-meta/1``) is parsed; other
+    comment lines (SRILM, kenlm) are skipped. Reads until ``\\data\\`` only.
+    """
+    from asrpriv.io.lines import iter_lines
+    from asrpriv.io.metadata import ARPA_KEYS, check_history_consistency, parse_meta_line
+
+    meta: dict[str, str] = {}
+    lines: dict[str, int] = {}
+    ours = False
+    lineno = 0
+    for lineno, line in iter_lines(path):
+        text = line.strip()
+        if lineno == 1 and text.startswith("#format=asrpriv-arpa-meta/"):
+            ours = True
+        if not text.startswith("#"):
+            if text:
+                break
+            continue
+        if ours:
+            parse_meta_line(path, lineno, text, meta, ARPA_KEYS)
+            lines.update((k, lineno) for k in meta if k not in lines)
+    if ours:
+        check_history_consistency(path, meta, lines)
+    return meta, lineno
+
+
+def arpa_state(path: str) -> PrivacyState:
+    """The state an ARPA file records; no asrpriv header = made by another tool: public by
+    the assertion of whoever gives it (docs/THREAT_MODEL.md)."""
+    meta, _ = arpa_header(path)
+    try:
+        return from_meta(meta)
+    except StateError as err:
+        raise InputError(path, None, str(err)) from None
+
+
+def payload_state(payload: dict, path: str) -> PrivacyState:
+    """The state of a loaded model, delta or server-state payload."""
+    try:
+        return from_payload(payload)
+    except StateError as err:
+        raise InputError(path, None, str(err)) from None
+
+
+def counts_state(meta: dict[str, str], path: str) -> PrivacyState:
+    try:
+        return from_counts_meta(meta)
+    except (StateError, ValueError) as err:
+        raise InputError(path, None, f"bad privacy record: {err}") from None
+
+
+def factors_state(meta: dict[str, str], path: str) -> PrivacyState:
+    """Factors record ``private_raw`` always (this version); older files with ``beta > 0``
+    used un-noised personal counts."""
+    legacy = frozenset()
+    if "private_raw" not in meta:
+        try:
+            beta = float(meta.get("beta", "0"))
+        except ValueError:
+            beta = 0.0
+        legacy = frozenset({RawPart("counts")}) if beta > 0 else (
+            frozenset() if meta.get("privacy_history") else frozenset({RawPart("unrecorded")}))
+    try:
+        return from_meta(meta, legacy)
+    except StateError as err:
+        raise InputError(path, None, str(err)) from None
+
+
+def sniff(path: str) -> str:
+    """The kind of an asrpriv file: counts, factors, arpa, model (torch), report (JSON), text."""
+    if path != "-" and os.path.isdir(path):
+        raise InputError(path, None, "is a directory, expected a file")
+    from asrpriv.io.sniff import is_torch_file
+
+    if path != "-" and is_torch_file(path):
+        return "model"
+    if path != "-":
+        try:
+            with open(path, "rb") as f:
+                if f.read(8) == b"mmap lm ":
+                    return "kenlm"  # a KenLM binary: another tool's LM, like a headerless ARPA
+        except OSError:
+            pass
+    from asrpriv.io.lines import iter_lines
+
+    try:
+        numbered = iter_lines(path)
+        for lineno, line in numbered:
+            text = line.strip()
+            if lineno == 1 and text.startswith(_COUNTS):
+                return "counts"
+            if lineno == 1 and text.startswith(_FACTORS):
+                return "factors"
+            if lineno == 1 and text.startswith("{"):
+                return "report"
+            if text == "\\data\\":
+                return "arpa"
+            if text and not text.startswith("#"):
+                return "text"
+    except InputError:  # not UTF-8 text, or a line too long: some other tool's binary file
+        return "binary"
+    return "text"
+
+
+def read_state(path: str) -> tuple[str, PrivacyState]:
+    """``(kind, state)`` of any file asrpriv writes (privacy-report).
+
+    Text of unknown kind (transcripts, N-best lists) is private data: its state is raw.
+    """
+    kind = sniff(path)
+    if kind == "model":
+        from asrpriv.nnlm.modelfile import read_any_payload
+
+        payload = read_any_payload(path, mmap=True)
+        return str(payload.get("kind", "model")), payload_state(payload, path)
+    if kind == "counts":
+        from asrpriv.io.counts import read_counts
+
+        meta, _ = read_counts(path, allow_empty=True)
+        return kind, counts_state(meta, path)
+    if kind == "factors":
+        from asrpriv.io.factors import read_factors
+
+        meta, _ = read_factors(path)
+        return kind, factors_state(meta, path)
+    if kind == "arpa":
+        return kind, arpa_state(path)
+    if kind == "kenlm":
+        return kind, PUBLIC
+    if kind == "report":
+        return kind, report_state(path)
+    if kind == "binary":
+        return kind, raw_state("unrecorded")
+    return kind, raw_state("text")
+
+
+def report_state(path: str) -> PrivacyState:
+    """The state recorded in a JSON report (``privacy_state`` key, :func:`state_to_json`)."""
+    from asrpriv.io.lines import iter_lines
+
+    try:
+        obj = json.loads("\n".join(line for _, line in iter_lines(path)))
+    except (ValueError, RecursionError) as err:
+        raise InputError(path, None, f"not a JSON report: {err}") from None
+    record = obj.get("privacy_state") if isinstance(obj, dict) else None
+    if not isinstance(record, dict):
+        return raw_state("unrecorded")
+    try:
+        return state_from_json(record)
+    except (StateError, ValueError) as err:
+        raise InputError(path, None, f"bad privacy_state: {err}") from None
+
+
+def state_to_json(state: PrivacyState) -> dict:
+    """A JSON-able record of ``state`` (reports: cluster-weights' report.json)."""
+    from asrpriv.privacy.state import raw_to_json
+
+    return {"kind": state.kind, "words": state.words(),
+            "privacy_history": state.history.to_json() if state.history.releases else None,
+            "private_raw": raw_to_json(state.raw)}
+
+
+def state_from_json(record: dict) -> PrivacyState:
+    from asrpriv.privacy.history import History
+    from asrpriv.privacy.state import raw_from_json
+
+    history = History.from_json(record["privacy_history"]) if record.get("privacy_history") else History()
+    return PrivacyState(history, raw_from_json(record.get("private_raw", "[]")))
+
+
+class Inputs:
+    """The inputs of one step run, by name, with their privacy states.
+
+    ``add_*`` record an input; :meth:`state` checks seeded noise and composes. A step that
+    reads an artifact without adding it here would write an output that claims too much:
+    every writer of counts, factors, models and ARPA headers takes the state this returns.
+    """
+
+    def __init__(self, allow_seeded: bool = False) -> None:
+        self.allow_seeded = allow_seeded
+        self.named: list[tuple[str, PrivacyState]] = []
+
+    def add(self, name: str, state: PrivacyState) -> PrivacyState:
+        try:
+            refuse_seeded([(name, state)], self.allow_seeded)
+        except StateError as err:
+            raise AsrprivError(str(err)) from None
+        self.named.append((name, state))
+        return state
+
+    def add_file(self, path: str) -> PrivacyState:
+        """An artifact file of any kind (sniffed)."""
+        _, state = read_state(path)
+        return self.add(_name(path), state)
+
+    def add_arpa(self, path: str) -> PrivacyState:
+        return self.add(_name(path), arpa_state(path))
+
+    def add_payload(self, path: str, payload: dict) -> PrivacyState:
+        return self.add(_name(path), payload_state(payload, path))
+
+    def add_counts(self, path: str, meta: dict[str, str]) -> PrivacyState:
+        return self.add(_name(path), counts_state(meta, path))
+
+    def add_factors(self, path: str, meta: dict[str, str]) -> PrivacyState:
+        return self.add(_name(path), factors_state(meta, path))
+
+    def add_text(self, path: str, public: bool, what: str = "text", unit: str = "none",
+                 partition: str = "") -> PrivacyState:
+        return self.add(_name(path), text_state(public, what, unit, partition))
+
+    def state(self, disjoint: bool = False) -> PrivacyState:
+        try:
+            return combine([s for _, s in self.named], disjoint)
+        except StateError as err:
+            raise AsrprivError(str(err)) from None
+
+
+def _name(path: str | None) -> str:
+    return "<stdin>" if path in (None, "-") else str(path)
+
+
+def write_arpa_header(stream, step: str, state: PrivacyState, **keys: str) -> None:
+    """Write asrpriv's ``#key=value`` header before an ARPA's ``\\data\\`` (kenlm and SRILM
+    skip comment lines there): the step, ``keys``, and the privacy record of ``state``.
+
+    A public ARPA gets no header (an ARPA without one reads as public), so public outputs
+    are the same bytes as a plain ARPA writer's.
+    """
+    if state.kind == "public":
+        return
+    from asrpriv import __version__
+    from asrpriv.privacy.state import to_meta
+
+    meta = to_meta({"format": "asrpriv-arpa-meta/1", "step": step, **keys, "version": __version__},
+                   state)
+    for key, value in meta.items():
+        stream.write(f"#{key}={value}\n")
+
+
+def check_read_files(paths, allow_seeded: bool) -> PrivacyState:
+    """The combined state of artifact files a step reads only to score or evaluate with
+    (LMs, factors): seeded test noise refused unless ``allow_seeded``. Directories are read
+    file by file; ``-`` and missing paths are skipped (their readers report them)."""
+    inputs = Inputs(allow_seeded)
+    for path in paths:
+        if not path or path == "-":
+            continue
+        if os.path.isdir(path):
+            for name in sorted(os.listdir(path)):
+                full = os.path.join(path, name)
+                if os.path.isfile(full):
+                    inputs.add_file(full)
+        elif os.path.isfile(path):
+            inputs.add_file(path)
+    return inputs.state()
