@@ -41,6 +41,7 @@ from dataclasses import asdict, dataclass
 
 from asrpriv.errors import AsrprivError
 
+
 @dataclass
 class FmpSettings:
     """The options of ``asrpriv fl-fmp``."""
@@ -63,7 +64,6 @@ class FmpSettings:
     threads: int = 1
     #: tests only: "client" or "client@round" -> "raise" (sent in its message)
     test_faults: dict | None = None
-
 
     def rounds_settings(self):
         """The library settings of the round (:class:`asrpriv.federated.fmp.FmpSettings`)."""
