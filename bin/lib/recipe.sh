@@ -189,3 +189,11 @@ recipe_warnings_summary() {  # each distinct warning of OUT/warnings.log once, w
       if [ "$n" -gt 1 ]; then printf '  %s (%s times)\n' "$text" "$n"; else printf '  %s\n' "$text"; fi
     done >&2
 }
+
+# ------------------------------------------------------------------ selections several recipes make
+nbest_1best() { asrpriv select-nbest -q --best "$1"; }           # Kaldi text of each utterance's 1-best
+ref_for() { asrpriv select-nbest -q --references "$2" "$1"; }    # ref_for NBEST REF: REF's lines of NBEST's utterances
+# The dev split of every recipe: every 4th client in sorted order tunes (weights, lambda, EM
+# weights, calibration) and is excluded from every reported number; the others evaluate.
+tuning_clients() { asrpriv select-nbest -q --list-clients --every 4 "$1" | xargs; }
+evaluation_clients() { asrpriv select-nbest -q --list-clients --every 4 --others "$1" | xargs; }
