@@ -1,21 +1,20 @@
-"""FMP's rounds (paper 000) on Flower's simulation engine give the shell recipe's files.
+"""FMP's rounds (paper 000) on Flower's simulation engine give the files of ``fmp-rounds``.
 
 3 virtual clients (AMI adaptation meetings, 6-8 utterances x 4 hypotheses each), a tiny
-Transformer trained here, T = 2 rounds (3 parts). The shell reference runs the steps of
-``bin/fmp-experiment``'s ``fmp_rounds`` with the CLI: split-nbest, rescore-nbest with the
-factors of the round before, count-unigrams --by-client, the clients' caches (aggregate),
-qbar (aggregate; with DP aggregate | add-noise, aggregate --disjoint) and fma-adapt per client.
+Transformer trained here, T = 2 rounds (3 parts). The reference runs every client in one
+process (``asrpriv fmp-rounds``, :func:`asrpriv.federated.fmp.run_rounds`: what
+``bin/fmp-experiment`` runs): split-nbest, rescoring with the factors of the round before,
+the counts, the clients' caches, qbar (with DP the noisy release and the parallel sum) and each
+client's factors, from the same library round that the Flower messages call one client at a time.
 Checked: every qbar file, every client's factors file and the best hypotheses are identical
-(no tolerance: the same steps on the same files), without DP and with seeded DP noise (the
-privacy history compared without its random release ids); a client that raises in round 1 is
-dropped and recorded, and the round's qbar is the sum over the others.
+(no tolerance), without DP and with seeded DP noise (the privacy history compared without its
+random release ids); a client that raises in round 1 is dropped and recorded, and the round's
+qbar is the sum over the others.
 """
 
 from __future__ import annotations
 
 import json
-import os
-import shutil
 
 import pytest
 
@@ -51,58 +50,24 @@ def work(tmp_path_factory):
 
 
 def shell_rounds(work, out, T, eps=None, drop=None):
-    """bin/fmp-experiment's fmp_rounds with the CLI; ``drop``: (client, round) left out."""
-    seeded = ["--allow-seeded-test-noise"] if eps else []
-    ok(run_cli(["split-nbest", "-q", str(work / "nbest.tsv"), "--parts", str(T + 1), "-o", str(out / "groups")]))
-    factors = []
-    for t in range(T + 1):
-        ok(run_cli(["rescore-nbest", "-q", *seeded, "--nnlm", str(work / "nnlm.pt"), "--weights",
-                    str(work / "weights.txt"), *factors, "--threads", "1",
-                    str(out / "groups" / f"part-{t}.tsv"), "-o", str(out / f"rescored-{t}.tsv")]))
-        if t == T:
-            break
-        dp = ["--unit", "utterance", "--max-l1", MAX_L1, "--partition", f"round{t}"] if eps else []
-        ok(run_cli(["count-unigrams", "-q", "--sigma", SIGMA, *dp, "--by-client", str(out / f"new-{t}"),
-                    str(out / f"rescored-{t}.tsv")]))
-        if drop and drop[1] == t:
-            os.unlink(out / f"new-{t}" / f"{drop[0]}.counts")
-        (out / f"cache-{t}").mkdir()
-        (out / f"factors-{t}").mkdir()
-        for c in CLIENTS:
-            new, prev = out / f"new-{t}" / f"{c}.counts", out / f"cache-{t - 1}" / f"{c}.counts"
-            if new.exists():
-                ok(run_cli(["aggregate", "-q", str(new), *([str(prev)] if prev.exists() else []),
-                            "-o", str(out / f"cache-{t}" / f"{c}.counts")]))
-            elif prev.exists():
-                shutil.copyfile(prev, out / f"cache-{t}" / f"{c}.counts")
-        qbar = out / f"qbar-{t}.counts"
-        if not eps:
-            ok(run_cli(["aggregate", "-q", *map(str, sorted((out / f"cache-{t}").iterdir())), "-o", str(qbar)]))
-        else:
-            summed = out / f"sum-{t}.counts"
-            ok(run_cli(["aggregate", "-q", *map(str, sorted((out / f"new-{t}").iterdir())), "-o", str(summed)]))
-            noisy = out / f"noisy-{t}.counts"
-            ok(run_cli(["add-noise", "-q", "--epsilon", eps, "--vocab", str(work / "u.counts"),
-                        "--seed", str(SEED * 1000 + t), str(summed), "-o", str(noisy)]))
-            if t == 0:
-                shutil.copyfile(noisy, qbar)
-            else:
-                ok(run_cli(["aggregate", "-q", "--disjoint", *seeded, str(out / f"qbar-{t - 1}.counts"),
-                            str(noisy), "-o", str(qbar)]))
-        for cache in sorted((out / f"cache-{t}").iterdir()):
-            ok(run_cli(["fma-adapt", "-q", *seeded, "--background", str(work / "u.counts"), "--global",
-                        str(qbar), "--personal", str(cache), "--alpha", ALPHA, "--beta", BETA,
-                        "--lambda", LAM, "-o", str(out / f"factors-{t}" / (cache.stem + ".tsv"))]))
-        factors = ["--factors-dir", str(out / f"factors-{t}"), "--missing-factors", "ignore"]
-    best = {}
-    for t in range(T + 1):
-        lines = (out / f"rescored-{t}.tsv").read_text().splitlines()
-        cols = lines[0].split("\t")
-        for line in lines[1:]:
-            f = dict(zip(cols, line.split("\t")))
-            if f["rank"] == "1":
-                best[f["utt_id"]] = f["text"]
-    return best
+    """Every client's rounds in one process; ``drop``: (client, round) whose counts are lost.
+
+    Without a drop through the CLI step ``fmp-rounds``, with one through the library call."""
+    from asrpriv.federated.fmp import FmpSettings, run_rounds
+
+    if drop is None:
+        dp = ["--epsilon", eps, "--noise-seed", str(SEED), "--allow-seeded-test-noise"] if eps else []
+        ok(run_cli(["fmp-rounds", "-q", "--nbest", str(work / "nbest.tsv"), "--nnlm", str(work / "nnlm.pt"),
+                    "--weights", str(work / "weights.txt"), "--background", str(work / "u.counts"),
+                    "--rounds", str(T), "--sigma", SIGMA, "--alpha", ALPHA, "--beta", BETA,
+                    "--lambda", LAM, "--max-l1", MAX_L1, *dp, "--run-dir", str(out)]))
+    else:
+        settings = FmpSettings(sigma=float(SIGMA), alpha=float(ALPHA), beta=float(BETA), lam=float(LAM),
+                               epsilon=float(eps) if eps else None, max_l1=float(MAX_L1),
+                               noise_seed=SEED if eps else None, allow_seeded=bool(eps))
+        run_rounds(str(work / "nbest.tsv"), str(work / "nnlm.pt"), str(work / "weights.txt"),
+                   str(work / "u.counts"), str(out), T, settings, drop=[drop])
+    return flower_best(out)
 
 
 def flower_best(run):

@@ -1,6 +1,7 @@
-"""FMP's rounds (paper 000) on Flower: the second app, by the same steps as ``bin/fmp-experiment``.
+"""FMP's rounds (paper 000) on Flower: the second app, by the same library round as
+``asrpriv fmp-rounds`` (``bin/fmp-experiment``): :mod:`asrpriv.federated.fmp`.
 
-The shell recipe's ``fmp_rounds`` (count, aggregate, noise, factors) runs here as messages:
+The round (count, aggregate, noise, factors) runs here as messages:
 
 * each client cuts its own N-best lists into T+1 time-ordered parts, once (the code of
   ``split-nbest --parts T+1`` kept to its client: part t is what it says in round t);
@@ -21,8 +22,8 @@ The shell recipe's ``fmp_rounds`` (count, aggregate, noise, factors) runs here a
   vocabulary, sensitivity from the enforced bound) and added to qbar^{t-1} (``aggregate
   --disjoint``: the rounds' partitions are disjoint, so epsilon composes in parallel).
 
-Every other step is the CLI step itself, run in-process (:func:`asrpriv.cli.run_step`), so
-the files are those the shell recipe writes. Client state (its parts, the cache) lives in
+Every step is the library function of :mod:`asrpriv.federated.fmp`, with typed values, so
+the files are those ``asrpriv fmp-rounds`` writes. Client state (its parts, the cache) lives in
 ``RUN/clients/C/``:
 a simulated client is stateless between rounds. A client that raises or does not reply in
 time is dropped from the round and listed in ``RUN/round-t/report.json``: without DP its
@@ -35,14 +36,10 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import time
 from dataclasses import asdict, dataclass
 
 from asrpriv.errors import AsrprivError
-
-#: noise seed of round t = base * NOISE_SEED_STRIDE + t (bin/fmp-experiment's rule)
-NOISE_SEED_STRIDE = 1000
 
 
 @dataclass
@@ -68,12 +65,13 @@ class FmpSettings:
     #: tests only: "client" or "client@round" -> "raise" (sent in its message)
     test_faults: dict | None = None
 
+    def rounds_settings(self):
+        """The library settings of the round (:class:`asrpriv.federated.fmp.FmpSettings`)."""
+        from asrpriv.federated.fmp import FmpSettings as RoundSettings
 
-def step(name: str, args: list[str]) -> None:
-    """Run ``asrpriv NAME ARGS`` in this process (quiet); errors raise AsrprivError."""
-    from asrpriv.cli import run_step
-
-    run_step(name, ["-q", *args])
+        return RoundSettings(sigma=self.sigma, alpha=self.alpha, beta=self.beta, lam=self.lam,
+                             epsilon=self.epsilon, max_l1=self.max_l1,
+                             noise_seed=self.noise_seed, allow_seeded=self.allow_seeded)
 
 
 def client_dir(run: str, client: str) -> str:
@@ -115,44 +113,42 @@ def own_part(nbest: str, client: str, parts: int, home: str, t: int) -> str | No
 
 def client_round(cfg) -> dict:
     """One client's round t (see the module doc); returns the reply's fields."""
+    from asrpriv.federated.fmp import (FmpRescorer, FmpSettings as RoundSettings,
+                                       client_factors, count_round, update_cache)
+
     run, name, t, last = cfg["run"], str(cfg["client"]), int(cfg["round"]), int(cfg["last"])
     if cfg.get("test-fault") == "raise":
         raise RuntimeError(f"client {name}: injected test fault")
+    settings = RoundSettings(sigma=cfg["sigma"], alpha=cfg["alpha"], beta=cfg["beta"],
+                             lam=cfg["lambda"], epsilon=cfg.get("epsilon"), max_l1=cfg["max-l1"],
+                             allow_seeded=bool(cfg.get("allow-seeded")))
     home = client_dir(run, name)
     os.makedirs(home, exist_ok=True)
-    seeded = ["--allow-seeded-test-noise"] if cfg.get("allow-seeded") else []
     prev_cache = os.path.join(home, f"cache-{t - 1}.counts")
-    factors = []
-    if t > 0 and os.path.exists(prev_cache) and cfg.get("qbar"):
+    if not os.path.exists(prev_cache):
+        prev_cache = None
+    factors = None
+    if t > 0 and prev_cache and cfg.get("qbar"):
         qbar = os.path.join(home, f"qbar-{t - 1}.counts")
         write_text(qbar, str(cfg["qbar"]))
-        personal = ["--personal", prev_cache] if float(cfg["beta"]) != 0 else []
-        out = os.path.join(home, f"factors-{t - 1}.tsv")
-        step("fma-adapt", [*seeded, "--background", cfg["background"], "--global", qbar, *personal,
-                           "--alpha", str(cfg["alpha"]), "--beta", str(cfg["beta"]),
-                           "--lambda", str(cfg["lambda"]), "-o", out])
-        factors = ["--factors", out]
+        factors = os.path.join(home, f"factors-{t - 1}.tsv")
+        client_factors(cfg["background"], qbar, prev_cache, factors, settings)
     mine = own_part(cfg["nbest"], name, last + 1, home, t)
     reply: dict = {"client": name}
     cache = os.path.join(home, f"cache-{t}.counts")
+    new = None
     if mine is not None:
         rescored = os.path.join(home, f"rescored-{t}.tsv")
-        step("rescore-nbest", ["--nnlm", cfg["nnlm"], "--weights", cfg["weights"], *factors,
-                               "--threads", str(cfg["threads"]), mine, "-o", rescored])
+        FmpRescorer(cfg["nnlm"], cfg["weights"], cfg["threads"],
+                    settings.allow_seeded).rescore(mine, rescored, factors)
         if t < last:
-            dp = []
-            if cfg.get("epsilon"):
-                dp = ["--unit", "utterance", "--max-l1", str(cfg["max-l1"]), "--partition", f"round{t}"]
-            new_dir = os.path.join(home, f"new-{t}")
-            step("count-unigrams", ["--sigma", str(cfg["sigma"]), *dp, "--by-client", new_dir, rescored])
-            new = os.path.join(new_dir, f"{name}.counts")
-            step("aggregate", [new, *([prev_cache] if os.path.exists(prev_cache) else []), "-o", cache])
-            if cfg.get("epsilon"):
+            new = count_round(rescored, os.path.join(home, f"new-{t}"), t, settings)[name]
+            if settings.dp:
                 reply["counts"] = read_text(new)
-    elif t < last and os.path.exists(prev_cache):
-        shutil.copyfile(prev_cache, cache)  # nothing said this round: the cache carries over
-    if t < last and not cfg.get("epsilon") and os.path.exists(cache):
-        reply["counts"] = read_text(cache)
+    if t < last:
+        update_cache(new, prev_cache, cache)  # nothing said this round: the cache carries over
+        if not settings.dp and os.path.exists(cache):
+            reply["counts"] = read_text(cache)
     return reply
 
 
@@ -200,7 +196,6 @@ class FmpServer:
         s = self.s
         run = os.path.abspath(s.run_dir)
         node_of = connect_nodes(grid, self.population)
-        seeded = ["--allow-seeded-test-noise"] if s.allow_seeded else []
         common = {"run": run, "last": s.rounds, "nbest": os.path.abspath(s.nbest),
                   "nnlm": os.path.abspath(s.nnlm),
                   "weights": os.path.abspath(s.weights), "background": os.path.abspath(s.background),
@@ -244,7 +239,7 @@ class FmpServer:
                     dropped.append({"client": name, "reason": f"no reply {wait}"})
             contributed = sorted(f[:-7] for f in os.listdir(counts_dir) if f.endswith(".counts"))
             if t < s.rounds:
-                qbar = self.global_counts(run, t, counts_dir, contributed, seeded)
+                qbar = self.global_counts(run, t, counts_dir, contributed)
             report = {"round": t, "contributed": contributed,
                       "dropped": sorted(dropped, key=lambda d: d["client"]),
                       "seconds": round(time.monotonic() - started, 3)}
@@ -254,43 +249,29 @@ class FmpServer:
                       + (f", {len(dropped)} dropped" if dropped else ""))
         self.write_hypotheses(run)
 
-    def global_counts(self, run: str, t: int, counts_dir: str, contributed: list[str],
-                      seeded: list[str]) -> str:
+    def global_counts(self, run: str, t: int, counts_dir: str, contributed: list[str]) -> str:
         """qbar^t from the round's counts files (written as RUN/qbar-t.counts); its text."""
-        s = self.s
+        from asrpriv.federated.fmp import global_counts
+
         if not contributed:
             raise AsrprivError(f"round {t}: no client's counts arrived: nothing to aggregate")
-        files = [os.path.join(counts_dir, f"{c}.counts") for c in contributed]
         out = os.path.join(run, f"qbar-{t}.counts")
-        if not s.epsilon:
-            step("aggregate", [*files, "-o", out])
-            return read_text(out)
-        here = os.path.dirname(counts_dir)
-        summed = os.path.join(here, "new-sum.counts")
-        noisy = os.path.join(here, "noisy-new.counts")
-        step("aggregate", [*files, "-o", summed])
-        seed = [] if s.noise_seed is None else ["--seed", str(s.noise_seed * NOISE_SEED_STRIDE + t)]
-        step("add-noise", ["--epsilon", str(s.epsilon), "--vocab", os.path.abspath(s.background),
-                           *seed, summed, "-o", noisy])
-        if t == 0:
-            shutil.copyfile(noisy, out)
-        else:
-            step("aggregate", ["--disjoint", *seeded, os.path.join(run, f"qbar-{t - 1}.counts"),
-                               noisy, "-o", out])
+        global_counts([os.path.join(counts_dir, f"{c}.counts") for c in contributed], t, out,
+                      self.s.rounds_settings(), os.path.abspath(self.s.background),
+                      os.path.join(run, f"qbar-{t - 1}.counts") if t > 0 else None,
+                      os.path.join(os.path.dirname(counts_dir), "noisy-new.counts"))
         return read_text(out)
 
     def write_hypotheses(self, run: str) -> None:
         """RUN/hyp.txt: each utterance's best hypothesis, round by round (the recipe's hyp.txt)."""
-        from asrpriv.io.nbest import NbestReader
+        from asrpriv.federated.fmp import best_lines
 
         lines = []
         for t in range(self.s.rounds + 1):
             for name in self.population:
                 path = os.path.join(client_dir(run, name), f"rescored-{t}.tsv")
                 if os.path.exists(path):
-                    reader = NbestReader(path)
-                    lines.extend(f"{utt.utt_id} {reader.column(utt.hyps[0], 'text')}\n"
-                                 for utt in reader)
+                    lines.extend(best_lines(path))
         write_text(os.path.join(run, "hyp.txt"), "".join(lines))
 
 
@@ -306,18 +287,13 @@ def simulate_fmp(settings: FmpSettings, *, workers: int = 1, talk=lambda s: None
     from asrpriv_flower.simulate import run_apps, run_environment
     from asrpriv_flower.strategy import write_json
 
-    if settings.rounds < 1:
-        raise AsrprivError("--rounds must be >= 1")
-    if settings.noise_seed is not None and settings.epsilon and not settings.allow_seeded:
-        raise AsrprivError("--noise-seed makes the noise NOT private: add "
-                           "--allow-seeded-test-noise (tests only)")
-    for path in (settings.nbest, settings.nnlm, settings.weights, settings.background):
-        if not os.path.isfile(path):
-            raise AsrprivError(f"{path}: no such file")
+    from asrpriv.federated.fmp import check_run
+
+    check_run(settings.rounds_settings(), settings.rounds,
+              (settings.nbest, settings.nnlm, settings.weights, settings.background),
+              settings.run_dir)
     population = population_of(settings.nbest)
     run = settings.run_dir
-    if os.path.isdir(run) and os.listdir(run):
-        raise AsrprivError(f"--run-dir {run}: not empty (give a new directory)")
     os.makedirs(run, exist_ok=True)
     write_json(os.path.join(run, "run.json"), settings_json(settings))
     server = FmpServer(settings, population, talk)

@@ -109,13 +109,9 @@ def aggregate(inputs, disjoint, allow_empty, server, model_path, state_path, ser
     """
     delta_mode = server is not None or model_path is not None or _is_delta_mode(inputs)
     if not delta_mode:
-        from asrpriv.io.counts import write_counts
-        from asrpriv.io.output import open_output
-        from asrpriv.unigram.aggregate import aggregate_files
+        from asrpriv.unigram.aggregate import aggregate_to_file
 
-        meta, counts = aggregate_files(list(inputs) or ["-"], disjoint, allow_empty, allow_seeded)
-        with open_output(output) as stream:
-            write_counts(stream, meta, counts)
+        aggregate_to_file(list(inputs) or ["-"], output, disjoint, allow_empty, allow_seeded)
         return
     if server is None or model_path is None:
         raise AsrprivError("model deltas need --server fedavg|fedadam and --model MODEL")

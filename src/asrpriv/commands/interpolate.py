@@ -42,7 +42,8 @@ as perplexity's ppl does (the held-out perplexity then equals perplexity --weigh
               help="Held-out text to estimate the weights on ('-' = stdin).")
 @click.option("--ids", is_flag=True, help="The held-out text is Kaldi text (first field = utterance id).")
 @click.option("--weights", "weights_text", default=None, metavar="W1,W2,...",
-              help="Fixed weights for the static mixture (one per --lm, >= 0, summing to 1).")
+              help="Fixed weights for the static mixture (one per --lm, >= 0, summing to 1; "
+                   "@REPORT.json: the weights of an earlier --heldout JSON report).")
 @click.option("--init", "init_text", default=None, metavar="W1,W2,...",
               help="EM starting weights (default: uniform).")
 @click.option("--tol", type=FiniteFloat(min=0.0, min_open=True), default=1e-6, show_default=True,

@@ -21,7 +21,8 @@ from asrpriv.mixture.steps import HIGH_OOV_RATE  # noqa: F401 - its home is the 
                    "order, '-' for a word LM.")
 @click.option("--weights", "weights_text", default=None, metavar="W1,W2,...",
               help="Interpolation weights, one per --lm in order, >= 0, summing to 1 "
-                   "(paper 003 Eq. 3: P(w|h) = sum_k w_k P_k(w|h), per word). E.g. from interpolate.")
+                   "(paper 003 Eq. 3: P(w|h) = sum_k w_k P_k(w|h), per word). E.g. from interpolate "
+                   "(@REPORT.json: the weights of its JSON report).")
 @click.option("--per-word", "per_word", default=None, metavar="FILE",
               help="Also write every scored token's log-probability (TSV, natural log; "
                    "docs/FORMATS.md), as SRILM's ngram -debug 2 -ppl does.")

@@ -54,7 +54,13 @@ Weights from tune-weights: --weights FILE; options given on the command line win
                    "word LM.")
 @click.option("--ngram-weights", "ngram_weights", default=None, metavar="W1,W2,...",
               help="Weights of several --ngram LMs, in order, >= 0, summing to 1 (e.g. from "
-                   "interpolate): ln sum_k w_k P_k(w|h) per word (paper 003 Eq. 3).")
+                   "interpolate; @REPORT.json: the weights of its JSON report): ln sum_k w_k "
+                   "P_k(w|h) per word (paper 003 Eq. 3).")
+@click.option("--mixture-weights", default=None, metavar="W1,...,Wk,WN",
+              help="Weights of a linear mixture of the k --ngram LMs and the --nnlm (last), "
+                   "e.g. interpolate's EM weights (@REPORT.json: its JSON report): the n-grams "
+                   "are interpolated with their weights renormalized to sum 1 and w = WN "
+                   "(a log-linear approximation of the linear mixture, paper 003 Eq. 3).")
 @click.option("--factors", "factors_file", metavar="FILE", default=None,
               help="FMP factors file applied to every utterance.")
 @click.option("--factors-dir", metavar="DIR", default=None,
@@ -108,7 +114,8 @@ Weights from tune-weights: --weights FILE; options given on the command line win
 @output_option
 @common_options
 @click.pass_context
-def rescore_nbest(ctx: click.Context, inputs, nnlm, ngram, class_files, ngram_weights, factors_file, factors_dir,
+def rescore_nbest(ctx: click.Context, inputs, nnlm, ngram, class_files, ngram_weights, mixture_weights,
+                  factors_file, factors_dir,
                   missing_factors,
                   unnormalized, lm_weight, nnlm_weight, word_penalty, weights_file, reuse_scores, best,
                   device, threads, precision, batch_tokens, max_words, unk_penalty, chunk_utts, drop_tokens,
@@ -131,7 +138,7 @@ def rescore_nbest(ctx: click.Context, inputs, nnlm, ngram, class_files, ngram_we
         reuse_scores=reuse_scores, best=best, device=device, threads=threads,
         batch_tokens=batch_tokens, max_words=max_words, unk_penalty=unk_penalty,
         chunk_utts=chunk_utts, output=output, allow_seeded=allow_seeded,
-        drop_tokens=drop_tokens, precision=precision)
+        drop_tokens=drop_tokens, precision=precision, mixture_weights=mixture_weights)
     with Progress("utt") as progress:
         result = run(settings, verbose=is_verbose(), progress=progress)
     stats, weights = result.stats, result.weights

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import click
 
-from asrpriv.errors import AsrprivError, InputError
 from asrpriv.commands.options import (FiniteFloat, common_options, info, output_option, seed_option,
                                     warn)
 
@@ -13,14 +12,17 @@ from asrpriv.commands.options import (FiniteFloat, common_options, info, output_
 @click.argument("clients_path", metavar="[CLIENTS]", default="-")
 @click.option("--rate", type=FiniteFloat(), required=True,
               help="Poisson rate q: each client takes part independently with probability q.")
-@click.option("--round", "round_index", type=int, required=True,
-              help="The round number t (>= 0); each round draws anew.")
+@click.option("--round", "round_index", type=int, default=None,
+              help="The round number t (>= 0); each round draws anew. Required unless --expected.")
+@click.option("--expected", is_flag=True,
+              help="Write q x N instead (the expected cohort size, %.6g: aggregate "
+                   "--expected-clients, the fixed DP denominator); no sampling.")
 @seed_option("Seed: the same (seed, round, client) always gives the same decision. Keep it "
              "secret: privacy amplification by sampling assumes the cohort is unknown. "
              "Default: os.urandom.")
 @output_option
 @common_options
-def sample_clients(clients_path, rate, round_index, seed, output):
+def sample_clients(clients_path, rate, round_index, expected, seed, output):
     """Select the clients of one round by Poisson sampling, as the DP accountant assumes.
 
     CLIENTS: one client id per line (# comments and blank lines skipped). Writes the selected
@@ -30,5 +32,7 @@ def sample_clients(clients_path, rate, round_index, seed, output):
     """
     from asrpriv.federated.sampling import sample_clients as run
 
-    clients, chosen = run(clients_path, rate, round_index, seed, output)
+    clients, chosen = run(clients_path, rate, round_index, seed, output, expected)
+    if expected:
+        return
     info(f"sample-clients: round {round_index}: {len(chosen)} of {len(clients)} clients (q {rate:g})")

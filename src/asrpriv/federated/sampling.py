@@ -48,12 +48,15 @@ def poisson_sample(clients: list[str], rate: float, round_index: int,
     return [c for c in clients if inclusion_uniform(seed, round_index, c) < rate]
 
 
-def sample_clients(clients_path: str, rate: float, round_index: int = 0, seed: int | None = None,
-                   output: str | None = "-") -> tuple[list[str], list[str]]:
+def sample_clients(clients_path: str, rate: float, round_index: int | None = 0,
+                   seed: int | None = None, output: str | None = "-",
+                   expected: bool = False) -> tuple[list[str], list[str]]:
     """The step ``sample-clients``: read client ids (one per line; ``#`` comments and blank
     lines skipped, a repeated id refused with FILE:LINE), Poisson-sample them with rate
     ``rate`` in (0, 1] for round ``round_index``, write the chosen ids to ``output`` (None:
-    write nothing). Returns (all clients, chosen clients), both in input order."""
+    write nothing). Returns (all clients, chosen clients), both in input order.
+    ``expected``: write q x N instead (the expected cohort size: aggregate's fixed DP
+    denominator); no sampling, nothing chosen."""
     from asrpriv.errors import AsrprivError, InputError
     from asrpriv.io.lines import iter_lines
     from asrpriv.io.output import open_output
@@ -61,7 +64,9 @@ def sample_clients(clients_path: str, rate: float, round_index: int = 0, seed: i
     from asrpriv.privacy.accounting import check_sample_rate
 
     check_sample_rate(rate, "--rate")
-    if round_index < 0:
+    if round_index is None and not expected:
+        raise AsrprivError("give --round T (or --expected)")
+    if round_index is not None and round_index < 0:
         raise AsrprivError("--round must be >= 0")
     clients: list[str] = []
     seen: dict[str, int] = {}
@@ -77,6 +82,11 @@ def sample_clients(clients_path: str, rate: float, round_index: int = 0, seed: i
         clients.append(line)
     if not clients:
         raise InputError(clients_path, None, "no client ids")
+    if expected:
+        if output is not None:
+            with open_output(output) as stream:
+                stream.write(f"{rate * len(clients):.6g}\n")
+        return clients, []
     if seed is not None:
         from asrpriv.talk import warn
 

@@ -10,8 +10,26 @@ from asrpriv.errors import AsrprivError
 SUM_TOLERANCE = 1e-6
 
 
+def _weights_of_report(path: str, option: str) -> str:
+    """The weights of an ``interpolate --heldout`` JSON report, as ``w1,w2,...`` (exact)."""
+    import json
+
+    from asrpriv.errors import InputError
+    from asrpriv.io.lines import iter_lines
+
+    text = "\n".join(line for _n, line in iter_lines(path))
+    try:
+        weights = json.loads(text)["weights"]
+        return ",".join(repr(float(w)) for w in weights)
+    except (ValueError, KeyError, TypeError):
+        raise InputError(path, None, f"{option} @FILE: expected the JSON report of "
+                         "'interpolate --heldout' (its 'weights' list)") from None
+
+
 def parse_weights(text: str | None, count: int, option: str = "--weights") -> list[float]:
     """The ``count`` comma-separated weights of ``text``, checked: finite, >= 0, sum 1.
+
+    ``@FILE``: the weights of the JSON report that ``interpolate --heldout`` printed.
 
     ``None`` is allowed only for one LM (weight 1). Raises :class:`AsrprivError` (exit 2)
     with a one-line message otherwise.
@@ -20,6 +38,8 @@ def parse_weights(text: str | None, count: int, option: str = "--weights") -> li
         if count == 1:
             return [1.0]
         raise AsrprivError(f"{count} LMs need {option} W1,W2,... (one weight per LM, summing to 1)")
+    if str(text).startswith("@"):
+        text = _weights_of_report(str(text)[1:], option)
     parts = [p.strip() for p in str(text).split(",")]
     try:
         values = [float(p) for p in parts]
@@ -33,3 +53,14 @@ def parse_weights(text: str | None, count: int, option: str = "--weights") -> li
     if abs(total - 1.0) > SUM_TOLERANCE:
         raise AsrprivError(f"{option}: weights sum to {total:.9g}, not 1")
     return values
+
+
+def split_mixture(weights: list[float]) -> tuple[list[float], float]:
+    """Weights of a linear mixture of n-grams and one NNLM (last) -> (the n-grams' weights
+    renormalized to sum 1, the NNLM's weight): how rescore-nbest approximates the linear
+    mixture of paper 003 Eq. 3 by an n-gram mixture and a log-linear NNLM share w."""
+    ngram = weights[:-1]
+    total = sum(ngram)
+    if not total > 0:
+        raise AsrprivError("--mixture-weights: the n-gram weights sum to 0")
+    return [w / total for w in ngram], weights[-1]

@@ -321,6 +321,9 @@ class RescoreSettings:
     ngram: Sequence[str] = ()
     class_files: Sequence[str] = ()
     ngram_weights: str | None = None
+    #: weights of a linear mixture of the n-grams and the NNLM (last): the n-grams' renormalized
+    #: weights and the NNLM share w (paper 003 Eq. 3, log-linear approximation); '@REPORT.json'
+    mixture_weights: str | None = None
     factors: str | None = None
     factors_dir: str | None = None
     missing_factors: str = "error"
@@ -404,10 +407,21 @@ def rescore_nbest(s: RescoreSettings, verbose: bool = False, progress=None) -> R
     ngram_classes = pair_classes(ngram, tuple(s.class_files))
     if s.ngram_weights is not None and not ngram:
         raise AsrprivError("--ngram-weights needs --ngram LMs")
+    ngram_weights, share = s.ngram_weights, None
+    if s.mixture_weights is not None:
+        from asrpriv.mixture.weights import parse_weights, split_mixture
+
+        if not (ngram and s.nnlm) or s.ngram_weights is not None:
+            raise AsrprivError("--mixture-weights needs --ngram LMs and --nnlm, and replaces "
+                               "--ngram-weights")
+        split, share = split_mixture(parse_weights(s.mixture_weights, len(ngram) + 1,
+                                                   "--mixture-weights"))
+        if len(ngram) > 1:
+            ngram_weights = ",".join(map(repr, split))
     if ngram:
         from asrpriv.mixture.weights import parse_weights
 
-        mix_weights = parse_weights(s.ngram_weights, len(ngram), "--ngram-weights")
+        mix_weights = parse_weights(ngram_weights, len(ngram), "--ngram-weights")
     inputs = iter_inputs(s.inputs)
     if sum(1 for p in inputs if p == "-") > 1:
         raise AsrprivError("standard input ('-') can be read only once")
@@ -423,6 +437,8 @@ def rescore_nbest(s: RescoreSettings, verbose: bool = False, progress=None) -> R
                 setattr(weights, name, getattr(loaded, name))
         if not 0.0 <= weights.nnlm_weight <= 1.0:
             raise AsrprivError(f"{s.weights}: nnlm_weight must lie in [0, 1]")
+    if share is not None:
+        weights.nnlm_weight = share
 
     if s.threads:
         from asrpriv.nnlm.runtime import use_threads
@@ -435,7 +451,7 @@ def rescore_nbest(s: RescoreSettings, verbose: bool = False, progress=None) -> R
         nnlm_scorer = NnlmScorer(s.nnlm, device=s.device, batch_tokens=s.batch_tokens,
                                  precision=s.precision,
                                  normalized=not s.unnormalized)
-    if len(ngram) == 1 and s.ngram_weights is None:
+    if len(ngram) == 1 and ngram_weights is None:
         from asrpriv.rescore.ngram import NgramScorer
 
         ngram_scorer = NgramScorer(ngram[0], verbose=verbose, classes=ngram_classes[0])

@@ -35,3 +35,14 @@ def aggregate_files(paths: list[str], disjoint: bool = False,
         metas.append((name, meta))
         parts.append(counts)
     return merge(metas, disjoint), sum_counts(parts)
+
+
+def aggregate_to_file(paths: list[str], output: str, disjoint: bool = False,
+                      allow_empty: bool = False, allow_seeded: bool = False) -> None:
+    """``aggregate`` on counts: :func:`aggregate_files`, written atomically to ``output``."""
+    from asrpriv.io.counts import write_counts
+    from asrpriv.io.output import open_output
+
+    meta, counts = aggregate_files(paths, disjoint, allow_empty, allow_seeded)
+    with open_output(output) as stream:
+        write_counts(stream, meta, counts)

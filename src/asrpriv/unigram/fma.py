@@ -127,3 +127,11 @@ def fma_factors_files(background: str, global_counts: str | None = None,
         with open_output(output) as stream:
             write_factors(stream, meta, factors)
     return meta, factors
+
+
+def write_factors_file(background: str, global_path: str | None, personal_path: str | None,
+                       settings: FmaSettings, output: str, allow_seeded: bool = False) -> None:
+    """:func:`fma_factors_files` with its settings as one :class:`FmaSettings` (the FMP
+    round, :mod:`asrpriv.federated.fmp`)."""
+    fma_factors_files(background, global_path, personal_path, settings.alpha, settings.beta,
+                      settings.lam, settings.smoothing, allow_seeded, output)

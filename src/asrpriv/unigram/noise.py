@@ -216,3 +216,15 @@ def add_noise_counts(s: LaplaceSettings) -> LaplaceResult:
         with open_output(s.output) as stream:
             write_counts(stream, new_meta, noisy)
     return LaplaceResult(new_meta, noisy, meta, eps, report)
+
+
+def release_counts(meta: dict[str, str], counts: dict[str, float], name: str, vocab_path: str,
+                   epsilon: Fraction, seed: int | None = None,
+                   sensitivity: Fraction | None = None, clamp: bool = True,
+                   allow_seeded: bool = False):
+    """:func:`laplace_release` over the public vocabulary read from ``vocab_path`` (a word
+    list or a public counts file): (new metadata, noisy counts, report)."""
+    from asrpriv.io.counts import read_wordlist
+
+    return laplace_release(meta, counts, read_wordlist(vocab_path), epsilon, seed, sensitivity,
+                           clamp, allow_seeded, name)

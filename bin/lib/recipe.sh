@@ -1,0 +1,199 @@
+# Plumbing shared by the recipes in bin/ (sourced, bash): arguments and help, logs, cache keys.
+# A recipe computes nothing itself: columns, selections, samples and choices are asrpriv steps
+# (select-nbest, select-text, pick-best, ...). This file only runs them and keeps the books.
+#
+#   . "$(dirname "$0")/lib/recipe.sh"; recipe_init NAME
+#
+# Help: the recipe's header comment (from line 2 to the first line that is not a comment) is
+# its --help: what it runs, the DATA_DIR layout, options and every environment knob.
+
+recipe_init() {  # recipe_init NAME: RECIPE, HERE, START; PYTHONHASHSEED=0
+  RECIPE=$1
+  HERE=$(cd "$(dirname "$0")" && pwd)
+  START=$(date +%s)
+  export PYTHONHASHSEED=0
+}
+
+recipe_help() {  # the header comment, to stderr; exit 0
+  local line
+  while IFS= read -r line; do
+    case "$line" in
+      "#!"*) continue ;;
+      "#"*) line=${line#\#}; printf '%s\n' "${line# }" ;;
+      *) break ;;
+    esac
+  done < "$0" >&2
+  exit 0
+}
+
+recipe_usage_line() {  # the header's "bin/NAME ..." line, trimmed
+  local line
+  while IFS= read -r line; do
+    case "$line" in
+      "#"*"bin/$RECIPE "*) line=${line#\#}; line=${line#"${line%%[![:space:]]*}"}; printf '%s\n' "$line"; return ;;
+    esac
+  done < "$0"
+  printf 'bin/%s DATA_DIR OUT_DIR\n' "$RECIPE"
+}
+
+recipe_usage_error() {  # recipe_usage_error MESSAGE: one line, exit 2
+  echo "$RECIPE: $1 (usage: $(recipe_usage_line); --help: the data layout and every knob)" >&2
+  exit 2
+}
+
+recipe_positionals() {  # recipe_positionals "$@" after the options: DATA and OUT, or one line and exit 2
+  case $# in
+    0) recipe_usage_error "missing DATA_DIR and OUT_DIR" ;;
+    1) recipe_usage_error "missing OUT_DIR (after DATA_DIR $1)" ;;
+    2) DATA=$1; OUT=$2 ;;
+    *) recipe_usage_error "too many arguments: $*" ;;
+  esac
+}
+
+recipe_unknown_option() { recipe_usage_error "unknown option $1"; }
+
+recipe_require() {  # recipe_require FILE...: each must exist (the layout of DATA_DIR)
+  local f
+  for f in "$@"; do
+    [ -f "$f" ] || { echo "$RECIPE: $f: missing (bin/$RECIPE --help shows the DATA_DIR layout)" >&2; exit 2; }
+  done
+  command -v asrpriv >/dev/null || { echo "$RECIPE: asrpriv is not on PATH" >&2; exit 2; }
+}
+
+log() { printf '[%4ds] %s\n' $(( $(date +%s) - START )) "$*" >&2; }
+die() { echo "$RECIPE: $*" >&2; exit 2; }
+
+asrpriv_version() { local v; v=$(asrpriv --version 2>/dev/null) || v=unknown; printf '%s\n' "${v##* }"; }
+
+# ------------------------------------------------------------------ cache keys
+# An artefact is reused only when the key stored beside it equals the key of this run: every
+# setting it was made from and the content of its inputs (sha256, first 16 hex digits), and
+# the asrpriv version. Inputs that are artefacts enter by the hash of their own key.
+fhash() { sha256sum < "$1" | cut -c1-16; }        # an input file's content
+khash() { fhash "$1.key"; }                        # an artefact's identity: the hash of ARTEFACT.key
+kstr() { printf '%s\n' "$1" | sha256sum | cut -c1-16; }   # = khash of an artefact stamped with key $1
+
+cache_key() {  # cache_key name=value ... [file:NAME=PATH ...]: the key text, sorted, with the version
+  local a
+  { printf 'asrpriv=%s\n' "$VERSION"
+    for a in "$@"; do
+      case "$a" in
+        file:*) a=${a#file:}; printf '%s=sha256:%s\n' "${a%%=*}" "$(fhash "${a#*=}")" ;;
+        *) printf '%s\n' "$a" ;;
+      esac
+    done; } | LC_ALL=C sort
+}
+
+_key_items() {  # the name=value items of a key: whole lines, or the words of a one-line key
+  local line word
+  while IFS= read -r line; do
+    case "$line" in
+      *" "*=*) case "${line%%=*}" in *" "*) for word in $line; do printf '%s\n' "$word"; done; continue ;; esac ;;
+    esac
+    printf '%s\n' "$line"
+  done <<< "$1"
+}
+
+cache_changes() {  # cache_changes OLD NEW: "name: old -> new; ..." of the items that differ
+  local -A old=() seen=()
+  local item name out=""
+  while IFS= read -r item; do [ -n "$item" ] && old[${item%%=*}]=${item#*=}; done < <(_key_items "$1")
+  while IFS= read -r item; do
+    [ -n "$item" ] || continue
+    name=${item%%=*}; seen[$name]=1
+    if [ -z "${old[$name]+x}" ]; then out+="$name: (none) -> ${item#*=}; "
+    elif [ "${old[$name]}" != "${item#*=}" ]; then out+="$name: ${old[$name]} -> ${item#*=}; "; fi
+  done < <(_key_items "$2")
+  for name in "${!old[@]}"; do [ -n "${seen[$name]+x}" ] || out+="$name: ${old[$name]} -> (none); "; done
+  printf '%s\n' "${out%; }"
+}
+
+SAVE_WARN=""                           # where sieve also keeps the warnings of the artefact being made
+cache_fresh() {  # cache_fresh KEYFILE KEY ARTEFACT: 0 = reuse it (said on stderr); 1 = (re)compute it (why said)
+  local file=$1 key=$2 what=${3#"$OUT"/}
+  [ "$what" = "$3" ] || what="OUT/$what"
+  if [ -f "$file" ] && [ -e "$3" ] && [ "$(cat "$file")" = "$key" ]; then
+    log "reusing $what (same settings)"
+    SAVE_WARN=""
+    if [ -s "${file%.key}.warnings" ]; then    # the warnings of the run that made it, repeated
+      sed "s|\$|  [when $what was made]|" "${file%.key}.warnings" | tee -a "$OUT/warnings.log" >&2
+    fi
+    return 0
+  fi
+  if [ -f "$file" ] && [ -e "$3" ]; then
+    log "recomputing $what: settings changed ($(cache_changes "$(cat "$file")" "$key"))"
+  elif [ -e "$3" ]; then
+    log "recomputing $what: no settings record beside it (an older $RECIPE, or interrupted)"
+  fi
+  rm -f "${file%.key}.warnings"
+  SAVE_WARN="${file%.key}.warnings"      # kept until the next cache_fresh call
+  return 1
+}
+
+cache_stamp() {  # cache_stamp KEYFILE KEY: the artefact is complete
+  printf '%s\n' "$2" > "$1"
+  SAVE_WARN=""
+}
+
+need() {  # need ARTEFACT KEY: true when ARTEFACT must be (re)built (it and ARTEFACT.key are removed first)
+  if cache_fresh "$1.key" "$2" "$1"; then return 1; fi
+  rm -rf "$1" "$1.key"
+  return 0
+}
+stamp() { cache_stamp "$1.key" "$2"; }             # stamp ARTEFACT KEY, after ARTEFACT is complete
+
+# ------------------------------------------------------------------ sub-step talk and warnings
+# With recipe_logs, sub-steps run through `step` keep their stderr in OUT/steps.log; their
+# warnings ("asrpriv STEP: warning: ...") and errors are repeated on stderr at once with what
+# the recipe was doing, collected in OUT/warnings.log and summarized by recipe_warnings_summary.
+recipe_logs() {
+  : > "$OUT/warnings.log"
+  printf '# %s %s\n' "$RECIPE" "$(date -u +%FT%TZ)" >> "$OUT/steps.log"
+  exec 3>&1                              # the recipe's stdout, for steps run through sieve
+}
+sieve() {  # sieve CONTEXT [show]: stderr lines of a step, read on stdin
+  local ctx=$1 show=${2:-} line
+  while IFS= read -r line; do
+    printf '%s\n' "$line" >> "$OUT/steps.log"
+    case "$line" in
+      "asrpriv "*": warning: "*)
+        [ -z "$SAVE_WARN" ] || printf '%s\n' "$line" >> "$SAVE_WARN"
+        printf '%s  [%s]\n' "$line" "$ctx" | tee -a "$OUT/warnings.log" >&2 ;;
+      "asrpriv "*": "*) printf '%s  [%s]\n' "$line" "$ctx" >&2 ;;
+      *) [ -z "$show" ] || printf '        %s\n' "$line" >&2 ;;
+    esac
+  done
+}
+sieved() {  # sieved CONTEXT SHOW COMMAND...: run COMMAND (or a shell function, with set -e) in a
+  local ctx=$1 show=$2 rc                  # subshell, its stderr through sieve; exit on failure
+  shift 2
+  set +e
+  ( set -e; "$@" ) 2>&1 1>&3 3>&- | sieve "$ctx" "$show"
+  rc=${PIPESTATUS[0]}
+  set -e
+  if [ "$rc" -ne 0 ]; then
+    echo "$RECIPE: failed ($ctx, exit $rc); last lines of $OUT/steps.log:" >&2
+    tail -n 15 "$OUT/steps.log" | sed 's/^/    /' >&2
+    exit "$rc"
+  fi
+}
+step() { local ctx=$1; shift; sieved "$ctx" "" "$@"; }            # warnings and errors shown
+step_show() { local ctx=$1; shift; sieved "$ctx" show "$@"; }     # every line shown (long steps)
+
+recipe_warnings_summary() {  # each distinct warning of OUT/warnings.log once, with its count
+  [ -s "$OUT/warnings.log" ] || return 0
+  echo "$RECIPE: warnings of this run (also in $OUT/warnings.log; sub-step talk in $OUT/steps.log):" >&2
+  local n text
+  sed 's/  \[.*\]$//' "$OUT/warnings.log" | sort | uniq -c | sort -rn | \
+    while read -r n text; do
+      if [ "$n" -gt 1 ]; then printf '  %s (%s times)\n' "$text" "$n"; else printf '  %s\n' "$text"; fi
+    done >&2
+}
+
+# ------------------------------------------------------------------ selections several recipes make
+nbest_1best() { asrpriv select-nbest -q --best "$1"; }           # Kaldi text of each utterance's 1-best
+ref_for() { asrpriv select-nbest -q --references "$2" "$1"; }    # ref_for NBEST REF: REF's lines of NBEST's utterances
+# The dev split of every recipe: every 4th client in sorted order tunes (weights, lambda, EM
+# weights, calibration) and is excluded from every reported number; the others evaluate.
+tuning_clients() { asrpriv select-nbest -q --list-clients --every 4 "$1" | xargs; }
+evaluation_clients() { asrpriv select-nbest -q --list-clients --every 4 --others "$1" | xargs; }

@@ -1,0 +1,81 @@
+"""``asrpriv select-nbest``: rows, clients, 1-best text or references of an N-best TSV."""
+
+from __future__ import annotations
+
+import click
+
+from asrpriv.options import common_options, output_option
+
+
+@click.command("select-nbest")
+@click.argument("input_path", metavar="[NBEST]", default="-")
+@click.option("--clients", default=None, metavar="LIST",
+              help="Keep only these clients (comma- or space-separated).")
+@click.option("--exclude-clients", default=None, metavar="LIST", help="Drop these clients.")
+@click.option("--max-per-client", type=click.IntRange(min=1), default=None,
+              help="Keep only each client's first N utterances (file order).")
+@click.option("--top", type=click.IntRange(min=1), default=None,
+              help="Keep only the first N hypotheses of each utterance (by rank).")
+@click.option("--best", is_flag=True,
+              help="Write Kaldi text (utt_id text) of each utterance's best hypothesis (rank 1, "
+                   "else the first row), for score-wer.")
+@click.option("--references", "ref_path", metavar="REF", default=None,
+              help="Write the lines of the Kaldi text REF of the selected utterances (REF order).")
+@click.option("--reference-rows", "rows_path", metavar="REF", default=None,
+              help="Write an N-best TSV (utt_id client rank text) holding each selected "
+                   "utterance's reference from REF as its only hypothesis (REF order).")
+@click.option("--list-clients", is_flag=True,
+              help="Write the selected utterances' distinct clients, sorted, one per line.")
+@click.option("--every", type=click.IntRange(min=1), default=None, metavar="K",
+              help="With --list-clients: only the 1st, (K+1)th, (2K+1)th... client (e.g. every "
+                   "4th meeting tunes, the others evaluate).")
+@click.option("--others", is_flag=True, help="With --every: the clients it leaves out.")
+@output_option
+@common_options
+def select_nbest(input_path, clients, exclude_clients, max_per_client, top, best, ref_path,
+                 rows_path, list_clients, every, others, output):
+    """Select from an N-best TSV (columns found by name): rows of some clients (default: an
+    N-best TSV with the input's header), or, of the selected utterances, the 1-best text
+    (--best), the references (--references), reference rows (--reference-rows) or the
+    clients (--list-clients).
+
+    \b
+    Examples:
+      asrpriv select-nbest --list-clients --every 4 dev.tsv         # tuning meetings
+      asrpriv select-nbest --clients "ES2011b ES2011c" --max-per-client 40 dev.tsv -o part.tsv
+      asrpriv select-nbest --best rescored.tsv -o hyp.txt
+      asrpriv select-nbest --references ref.txt part.tsv -o part.ref
+    """
+    from asrpriv.errors import AsrprivError
+    from asrpriv.io import select
+    from asrpriv.io.output import open_output
+
+    modes = [m for m, on in (("--best", best), ("--references", ref_path),
+                             ("--reference-rows", rows_path), ("--list-clients", list_clients)) if on]
+    if len(modes) > 1:
+        raise AsrprivError(f"give one of {', '.join(modes)}")
+    if (every or others) and not list_clients:
+        raise AsrprivError("--every and --others apply to --list-clients")
+    if others and not every:
+        raise AsrprivError("--others needs --every K")
+    if top and modes:
+        raise AsrprivError(f"--top selects rows of the TSV output, not of {modes[0]}")
+    keep = set(clients.replace(",", " ").split()) if clients is not None else None
+    drop = set(exclude_clients.replace(",", " ").split()) if exclude_clients else set()
+    reader, utterances = select.select_utterances(input_path, keep, drop, max_per_client)
+    with open_output(output) as out:
+        if best:
+            out.writelines(select.best_lines(reader, utterances))
+        elif ref_path:
+            out.writelines(select.reference_lines(utterances, ref_path))
+        elif rows_path:
+            out.writelines(select.reference_rows(reader, utterances, rows_path))
+        elif list_clients:
+            if "client" not in reader.index:
+                raise AsrprivError(f"{input_path}: no 'client' column")
+            names = sorted({utt.client for utt in utterances})
+            if every:
+                names = select.every_kth(names, every, others)
+            out.writelines(f"{name}\n" for name in names)
+        else:
+            select.write_nbest(reader, utterances, out, top)

@@ -1,0 +1,73 @@
+"""``asrpriv select-text``: lines, a sample, the word count or the vocabulary of (Kaldi) text."""
+
+from __future__ import annotations
+
+import click
+
+from asrpriv.options import common_options, output_option
+
+
+@click.command("select-text")
+@click.argument("input_path", metavar="[TEXT]", default="-")
+@click.option("--ids/--no-ids", default=True, show_default=True,
+              help="Kaldi text: the first field of a line is the utterance id, not a word.")
+@click.option("--id-regex", metavar="RE", default=None,
+              help="Keep lines whose id matches RE (Python re.search; anchor with ^).")
+@click.option("--exclude-id-regex", metavar="RE", default=None,
+              help="Drop lines whose id matches RE.")
+@click.option("--every", type=click.IntRange(min=1), default=None, metavar="K",
+              help="Keep lines K, 2K, 3K... (numbered after the id filters), e.g. a held-out slice.")
+@click.option("--drop-every", type=click.IntRange(min=1), default=None, metavar="K",
+              help="Drop lines K, 2K, 3K... instead (the rest of that slice).")
+@click.option("--max-words", type=click.IntRange(min=1), default=None, metavar="N",
+              help="Then keep about N words, lines taken evenly: every k-th line, "
+                   "k = ceil(W / N), W = the words of the selected lines (or of --words-of).")
+@click.option("--words-of", metavar="FILE", default=None,
+              help="With --max-words: W = the words of FILE (cut two files alike).")
+@click.option("--spread", is_flag=True,
+              help="With --max-words: keep line i when floor(i r) > floor((i-1) r), r = N / W, "
+                   "instead of every k-th line.")
+@click.option("--count-words", is_flag=True, help="Write the number of words of the selection.")
+@click.option("--vocab", is_flag=True,
+              help="Write the selection's distinct words, sorted (code-point order), one per line.")
+@click.option("--classes", "membership", metavar="FILE", default=None,
+              help="Replace every member word by its class token (<CLASS>) of this membership "
+                   "file (train-ngram --classes).")
+@output_option
+@common_options
+def select_text(input_path, ids, id_regex, exclude_id_regex, every, drop_every, max_words,
+                words_of, spread, count_words, vocab, membership, output):
+    """Select lines of text (default: Kaldi text, 'utt_id word ...'), in file order.
+
+    Filters apply in the order of the options below; the output is the selected lines, or
+    their word count (--count-words), vocabulary (--vocab) or class-mapped text (--classes).
+
+    \b
+    Examples:
+      asrpriv select-text --id-regex '^(EN|IB|IN)' train_text -o background.txt
+      asrpriv select-text --drop-every 20 all.txt | asrpriv select-text --max-words 240000 -
+      asrpriv select-text --count-words train.txt
+    """
+    from asrpriv.errors import AsrprivError
+    from asrpriv.io import select
+    from asrpriv.io.output import open_output
+
+    if sum(map(bool, (count_words, vocab, membership))) > 1:
+        raise AsrprivError("give one of --count-words, --vocab, --classes")
+    if (words_of or spread) and not max_words:
+        raise AsrprivError("--words-of and --spread apply to --max-words")
+    lines = select.select_lines(input_path, ids, id_regex, exclude_id_regex, every, drop_every)
+    if max_words:
+        total = select.count_words(words_of, ids) if words_of else None
+        lines = select.sample_lines(lines, max_words, ids, total, spread)
+    with open_output(output) as out:
+        if count_words:
+            out.write(f"{select.total_words(lines, ids)}\n")
+        elif vocab:
+            out.writelines(f"{w}\n" for w in select.vocabulary(lines, ids))
+        elif membership:
+            from asrpriv.ngram.classes import read_class_map
+
+            out.writelines(select.map_lines(lines, read_class_map(membership), ids))
+        else:
+            out.writelines(f"{line}\n" for line in lines)
