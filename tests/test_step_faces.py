@@ -17,6 +17,14 @@ from conftest import AMI, ROOT, run_cli
 
 #: steps whose API/CLI equality is not checked here yet, and why (each is someone's open work)
 PENDING = {
+    # recipe helper steps added this session (issue 26 recipes part): their library halves are
+    # asrpriv.io.select, asrpriv.audit.subsets and asrpriv.federated.fmp.run_rounds, but the
+    # commands still hold their option checks; each gets one entry next
+    "select-nbest": "library half asrpriv.io.select; checks still in the command",
+    "select-text": "library half asrpriv.io.select; checks still in the command",
+    "pick-best": "library half asrpriv.io.select.pick_lowest; parsing still in the command",
+    "audit-items": "library half asrpriv.audit.subsets (make_items, write_items)",
+    "fmp-rounds": "asrpriv.federated.fmp.run_rounds (NNLM rescoring: slow for this test)",
     "fl-fmp": "Flower app, being rebuilt on library calls (issue 26 recipes part)",
     "fl-simulate": "Flower app (needs Ray); same as fl-fmp",
 }
