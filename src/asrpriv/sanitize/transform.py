@@ -254,8 +254,8 @@ def sanitize(s: SanitizeSettings) -> Report:
         pool = pool_from_pairs(read_class_strings(s.pool), classes)
     if not s.tag and s.keep < 1.0:
         empty = sorted(c for c, strings in pool.items() if not strings)
-        used = {sp.cls for spans in (spans_by_utt or {}).values() for sp in spans} if spans_by_utt \
-            else {c for c, _ in entries}
+        used = {sp.cls for spans in spans_by_utt.values() for sp in spans} \
+            if spans_by_utt is not None else {c for c, _ in entries}
         missing = [c for c in empty if c in used]
         if missing:
             raise AsrprivError(f"no replacement strings for class(es) {', '.join(missing)} in the pool")
