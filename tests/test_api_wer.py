@@ -96,3 +96,17 @@ def test_py_typed_ships():
     assert (root / "py.typed").exists()
     setup_cfg = (root.parents[1] / "setup.cfg").read_text()
     assert "py.typed" in setup_cfg
+
+
+def test_api_errors_name_arguments_not_cli_options():
+    """Issue 27: an API caller is told the argument it passed, not a CLI flag."""
+    import pytest
+
+    from asrpriv import api
+
+    with pytest.raises(api.AsrprivError) as err:
+        api.count_text(["a b"], max_l1=float("nan"))
+    assert "max_l1" in str(err.value) and "--" not in str(err.value)
+    with pytest.raises(api.AsrprivError) as err:
+        api.count_unigrams(api.CountSettings(input="-", max_l1=2.0 ** 60, grid=1.0, output=None))
+    assert "max_l1" in str(err.value) and "--max-l1" not in str(err.value)

@@ -100,6 +100,40 @@ _LAZY: dict[str, str] = {
 __all__ += list(_LAZY)
 
 
+# ---------------------------------------------------------------------------- errors
+_OPTION = None
+
+
+def _argument_names(message: str) -> str:
+    """``--max-l1`` -> ``max_l1``: the library's checks name CLI options (so the CLI's stderr
+    is the same); a Python caller gets the names of the arguments it passed."""
+    import re
+
+    global _OPTION
+    if _OPTION is None:
+        _OPTION = re.compile(r"(?<![\w-])--([a-z][a-z0-9]*(?:-[a-z0-9]+)*)")
+    return _OPTION.sub(lambda m: m.group(1).replace("-", "_"), message)
+
+
+def _named_errors(func):
+    """Re-raise AsrprivError (not InputError: it names a file and line) with argument names."""
+    import functools
+
+    @functools.wraps(func)
+    def wrapper(*args, **kwargs):
+        try:
+            return func(*args, **kwargs)
+        except InputError:
+            raise
+        except AsrprivError as err:
+            renamed = _argument_names(str(err))
+            if renamed == str(err):
+                raise
+            raise AsrprivError(renamed) from None
+
+    return wrapper
+
+
 def __getattr__(name: str):
     """The step entries, imported when first used (importing asrpriv.api loads neither click
     nor torch nor numpy)."""
@@ -109,6 +143,8 @@ def __getattr__(name: str):
 
     module, attr = _LAZY[name].split(":")
     value = getattr(importlib.import_module(module), attr)
+    if callable(value) and not isinstance(value, type):  # entries; settings classes stay
+        value = _named_errors(value)
     globals()[name] = value
     return value
 
@@ -221,6 +257,7 @@ class NoiseResult:
 
 # ---------------------------------------------------------------------------- files
 
+@_named_errors
 def read_counts(path: str, allow_empty: bool = False) -> Counts:
     """Read a counts file (format asrpriv-counts/2; old files are read too)."""
     from asrpriv.io import counts as io_counts
@@ -238,6 +275,7 @@ def write_counts(path: str, counts: Counts) -> None:
         io_counts.write_counts(stream, counts.meta, counts.counts)
 
 
+@_named_errors
 def read_factors(path: str) -> tuple[dict[str, str], dict[str, float]]:
     """Read FMA factors: (metadata, word -> natural-log factor)."""
     from asrpriv.io.factors import read_factors as _read
@@ -272,6 +310,7 @@ class Utterance:
     hypotheses: list[Hypothesis]
 
 
+@_named_errors
 def read_nbest(path: str) -> list[Utterance]:
     """Read an N-best TSV (``utt_id``, ``text``, optional ``rank`` and score columns)."""
     from asrpriv.io.nbest import FLOAT_COLUMNS, NbestReader
@@ -309,6 +348,7 @@ def _one_counts(result) -> Counts:
     return Counts(dict(meta), dict(counts))
 
 
+@_named_errors
 def count_text(text: str | Iterable[str], ids: bool = False, max_l1: float | None = None,
                grid: float = DEFAULT_GRID, public: bool = False) -> Counts:
     """Unigram counts of text (``count-unigrams --text``): each word weighs 1.
@@ -333,6 +373,7 @@ def count_text(text: str | Iterable[str], ids: bool = False, max_l1: float | Non
             os.unlink(temp)
 
 
+@_named_errors
 def count_nbest(path: str, sigma: float = 5.0, top: int | None = None,
                 max_l1: float | None = None, grid: float = DEFAULT_GRID) -> Counts:
     """Kernel-weighted unigram pseudo-counts of an N-best TSV (paper 000 Eq. 3-5).
@@ -346,6 +387,7 @@ def count_nbest(path: str, sigma: float = 5.0, top: int | None = None,
                                                     grid=grid, output=None), warn=_silent))
 
 
+@_named_errors
 def aggregate_counts(paths: Sequence[str], disjoint: bool = False) -> Counts:
     """Sum counts files (``asrpriv aggregate``); metadata checked, histories composed.
 
@@ -358,6 +400,7 @@ def aggregate_counts(paths: Sequence[str], disjoint: bool = False) -> Counts:
     return Counts(dict(meta), dict(counts))
 
 
+@_named_errors
 def add_laplace_noise(counts: Counts, vocab: Sequence[str], epsilon: float,
                       seed: int | None = None, clamp: bool = True) -> NoiseResult:
     """Release ``counts`` with epsilon-DP discrete Laplace noise over every word of ``vocab``.
@@ -381,6 +424,7 @@ def add_laplace_noise(counts: Counts, vocab: Sequence[str], epsilon: float,
 
 # ---------------------------------------------------------------------------- adaptation
 
+@_named_errors
 def fma_factors(background: Counts, global_counts: Counts | None = None,
                 personal: Counts | None = None, alpha: float = 0.5, beta: float = 0.25,
                 lam: float = 1.0, smoothing: float = 0.0) -> dict[str, float]:
@@ -397,6 +441,7 @@ def fma_factors(background: Counts, global_counts: Counts | None = None,
                                    personal.counts if personal else None, settings))
 
 
+@_named_errors
 def fma_adapt_arpa(arpa: str, adapt: Counts | str, output: str, beta: float = 0.5,
                    reversed: bool = False, prior: float = 0.1) -> None:
     """Adapt a back-off ARPA LM to a unigram (paper 003 Eq. 1, or Eq. 2 with ``reversed``).
@@ -419,6 +464,7 @@ def fma_adapt_arpa(arpa: str, adapt: Counts | str, output: str, beta: float = 0.
         adapt_arpa_file(arpa, adapt, output, beta=beta, reversed_=reversed, prior=prior)
 
 
+@_named_errors
 def rescore_nbest(nbest, output: str | None = None, ngram: str | Sequence[str] | None = None,
                   nnlm: str | None = None, lm_weight: float | None = None, **options):
     """Rescore an N-best TSV with an n-gram (ARPA/kenlm) and/or a neural LM: ``rescore-nbest``.
@@ -472,6 +518,7 @@ class ScoredHypothesis:
     weights: dict[str, float]
 
 
+@_named_errors
 def score_hypotheses(hypotheses: Sequence[str | Sequence[str]],
                      acoustic: Sequence[float] | None = None, ngram: str | None = None,
                      nnlm: str | None = None, weights: str | None = None,
@@ -631,6 +678,7 @@ def _wer_inputs(refs, hyps) -> tuple[dict[str, str], dict[str, str]]:
     return {str(i): t for i, t in enumerate(refs)}, {str(i): t for i, t in enumerate(hyps)}
 
 
+@_named_errors
 def privacy_epsilon(noise_multiplier: float, sample_rate: float, rounds: int,
                     delta: float) -> dict[str, float]:
     """Epsilon at ``delta`` of the Poisson-subsampled Gaussian over ``rounds`` (dp-accounting):
