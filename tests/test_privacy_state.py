@@ -347,3 +347,17 @@ def test_chains_claim_dp_iff_every_private_input_was_noised(work, global_kind, p
         assert obj["state"] == "private"
     if global_kind != "raw":
         assert obj["epsilon_pure"] == pytest.approx(float(eps))
+
+
+def test_edited_model_history_contradicted_by_its_round_record(models, tmp_path):
+    """A DP model whose history was edited to a larger noise multiplier (a smaller epsilon)
+    disagrees with its federated_round record: refused."""
+    import torch
+
+    payload = torch.load(models / "dp.pt", weights_only=True)
+    payload["privacy_history"] = payload["privacy_history"].replace('"noise_multiplier":1.0',
+                                                                    '"noise_multiplier":8.0')
+    edited = tmp_path / "edited.pt"
+    torch.save(payload, edited)
+    result = run_cli(["privacy-report", str(edited)])
+    assert result.exit_code == 2 and "contradicts" in result.stderr, result.stderr

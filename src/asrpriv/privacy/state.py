@@ -267,6 +267,9 @@ def from_payload(payload: dict) -> PrivacyState:
     seeded = payload.get("seeded", False)
     if seeded not in (True, False) or bool(seeded) != history.seeded:
         raise StateError("the 'seeded' mark disagrees with the privacy_history")
+    problem = check_round_record(payload.get("federated_round"), history)
+    if problem:
+        raise StateError(f"the privacy record contradicts itself: {problem} (edited?)")
     raw_text = payload.get("private_raw")
     if raw_text is None:  # made before privacy states were recorded
         return PrivacyState(history, frozenset({RawPart("unrecorded")}))
@@ -323,6 +326,27 @@ def refuse_seeded(named_states: list[tuple[str, PrivacyState]], allowed: bool) -
 
 
 # ------------------------------------------------------------------ ledger checks
+def check_round_record(round_meta, history: History) -> str | None:
+    """A DP server round's ``federated_round`` (noise multiplier, clip) against the last
+    Gaussian release of the model's history: they describe the same release. None = agree."""
+    if not isinstance(round_meta, dict):
+        return None
+    z = round_meta.get("noise_multiplier")
+    if isinstance(z, bool) or not isinstance(z, (int, float)) or not z:
+        return None
+    gaussian = [r for r in history.releases if r.mechanism == "gaussian"]
+    if not gaussian:
+        return f"federated_round says noise multiplier {z:g} but the history records no Gaussian release"
+    last = gaussian[-1].params
+    clip = round_meta.get("clip_l2")
+    if not math.isclose(float(last["noise_multiplier"]), float(z), rel_tol=1e-9) or (
+            isinstance(clip, (int, float)) and not isinstance(clip, bool)
+            and not math.isclose(float(last["sensitivity_l2"]), float(clip), rel_tol=1e-9)):
+        return (f"federated_round (z {z:g}, clip {clip}) disagrees with the history's last "
+                f"Gaussian release (z {last['noise_multiplier']:g}, clip {last['sensitivity_l2']:g})")
+    return None
+
+
 def check_laplace_record(meta: dict[str, str], history: History) -> str | None:
     """Cross-check a noisy counts file's summary keys against its last Laplace release.
 
