@@ -522,7 +522,7 @@ def test_fuzz_non_finite_float_options(data):
 
 def test_every_float_option_is_covered():
     assert len(FLOAT_OPTIONS) > 50
-    from asrpriv.options import FiniteFloat
+    from asrpriv.commands.options import FiniteFloat
 
     import click
 

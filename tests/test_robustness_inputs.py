@@ -62,7 +62,7 @@ def test_float_options_are_found():
 @pytest.mark.parametrize("step,option", [o for o in float_options() if o not in LEAD_OWNED])
 def test_every_float_option_is_finite_float(step, option):
     from asrpriv.cli import cli
-    from asrpriv.options import FiniteFloat
+    from asrpriv.commands.options import FiniteFloat
 
     command = cli.get_command(click.Context(cli), step)
     param = next(p for p in command.params if option in p.opts)

@@ -308,10 +308,10 @@ def test_only_the_cli_imports_click():
     offenders = []
     for path in sorted(package.rglob("*.py")):
         rel = path.relative_to(package).as_posix()
-        if rel.startswith("commands/") or rel in ("cli.py", "__main__.py", "options.py"):
-            continue  # options.py: a re-export of commands/options.py for branches in flight
+        if rel.startswith("commands/") or rel in ("cli.py", "__main__.py"):
+            continue
         clicky = {m for m in _imports(path) if m == "click" or m.startswith("click.")
-                  or m in ("asrpriv.cli", "asrpriv.options") or m.startswith("asrpriv.commands")}
+                  or m in ("asrpriv.cli",) or m.startswith("asrpriv.commands")}
         if clicky:
             offenders.append(f"{rel}: {sorted(clicky)}")
     assert offenders == []

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from asrpriv.options import FiniteFloat, common_options
+from asrpriv.commands.options import FiniteFloat, common_options
 
 
 @click.command("fmp-rounds")
@@ -53,7 +53,7 @@ def fmp_rounds(nbest, nnlm, weights_path, background, run_dir, rounds, sigma, al
           --background u.counts --rounds 2 --run-dir runs/fmp2
     """
     from asrpriv.federated.fmp import FmpSettings, run_rounds
-    from asrpriv.options import info, seeded_warning
+    from asrpriv.commands.options import info, seeded_warning
 
     if noise_seed is not None and epsilon:
         seeded_warning(f"--noise-seed {noise_seed}")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from asrpriv.options import common_options, output_option
+from asrpriv.commands.options import common_options, output_option
 
 
 @click.command("pick-best")
@@ -30,7 +30,7 @@ def pick_best(candidates, key, name, output):
     from asrpriv.errors import AsrprivError
     from asrpriv.io.output import open_output
     from asrpriv.io.select import pick_lowest
-    from asrpriv.options import info, warn
+    from asrpriv.commands.options import info, warn
 
     pairs = []
     for arg in candidates:
