@@ -19,7 +19,10 @@ from asrpriv.privacy.state import PUBLIC, PrivacyState, after_release, combine, 
 from conftest import run_cli
 
 TEXT = "a b c d a a b\nb c d e\na c e e d\n"
-NBEST = "utt_id\ttext\nu1\ta b c\nu2\ta d e\nu3\tb b c\n"
+# 120 utterances: every word is counted ~60-100 times, so Laplace noise of scale 10 (L1 bound
+# 5, epsilon 0.5) never clamps every count to 0 (fma-adapt would refuse an empty adaptation)
+NBEST = "utt_id\ttext\n" + "".join(f"u{i}\t{words}\n" for i, words in
+                                    enumerate(["a b c", "a d e", "b b c", "c d e"] * 30))
 
 
 def _ok(args):
