@@ -32,11 +32,14 @@ def _load(load) -> str:
 
 def table(data: dict, scripts: list[str] | None = None) -> str:
     cores = data.get("cores") or 1
-    loads = [x for x in (data.get("load_before") or [])[:1] + (data.get("load_after") or [])[:1]]
+    # the load before the run says whether other jobs were running; the load after counts the
+    # benchmarks' own processes (the last one uses every core), so it cannot say that
+    loads = (data.get("load_before") or [])[:1]
     busy = any(x > 0.5 * cores for x in loads)
     lines = [f"Machine: {data.get('cpu', '?')}, {cores} cores; commit "
              f"`{str(data.get('commit', '?'))[:12]}`; load average (1/5/15 min) "
-             f"{_load(data.get('load_before'))} before, {_load(data.get('load_after'))} after; "
+             f"{_load(data.get('load_before'))} before, {_load(data.get('load_after'))} after (the "
+             "benchmarks' own load); "
              f"{data.get('started', '?')} to {data.get('finished') or '?'}."
              + (" **Provisional: the machine was loaded (other jobs ran), so these ratios are "
                 "not a quiet machine's.**" if busy else ""), "",
