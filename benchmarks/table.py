@@ -54,6 +54,8 @@ def table(data: dict, scripts: list[str] | None = None) -> str:
             extra = f"; peak {e['peak_models']:.2f} models ({e.get('peak_target', '')})"
         elif "peak_mb" in e:
             extra = f"; peak RSS {e['peak_mb']:.0f} MB ({e.get('peak_target', '')})"
+        if e.get("machine"):   # a row measured on another machine than the record's
+            extra += f"; measured on {e['machine']}" + (f", {e['measured']}" if e.get("measured") else "")
         median = "–" if e.get("median") is None else f"{e['median']:.2f}x"
         lines.append(f"| `{e.get('script') or name}` {name} | {e.get('what', '')}{extra} | "
                      f"{e['ratio']:.2f}x | {median} | {e.get('repeats') or 1} | {e['target']} | {mark} |")
