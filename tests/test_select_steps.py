@@ -81,6 +81,22 @@ def test_select_text(tmp_path):
         "u1 hi <PER> and <PER>\nu2 nobody\n"
 
 
+def test_select_text_max_words_per_line(tmp_path):
+    """The short utterances of a reference (fl-finetune-experiment's SHORT_WORDS table)."""
+    text = tmp_path / "ref.txt"
+    text.write_text("u1 a b c d\nu2 a b c d e\nu3 yes\nu4\nu5  a  b   c\nEN1 a b\n")
+    assert _ok(run_cli(["select-text", "--max-words-per-line", "4", str(text)])).splitlines() == \
+        ["u1 a b c d", "u3 yes", "u4", "u5  a  b   c", "EN1 a b"]
+    assert _ok(run_cli(["select-text", "--max-words-per-line", "0", str(text)])) == "u4\n"
+    # without ids every field is a word; with the id filters, before --every's numbering
+    assert _ok(run_cli(["select-text", "--no-ids", "--max-words-per-line", "2", str(text)])).splitlines() == \
+        ["u3 yes", "u4"]
+    assert _ok(run_cli(["select-text", "--exclude-id-regex", "^EN", "--max-words-per-line", "4", "--every", "2",
+                        str(text)])).splitlines() == ["u3 yes", "u5  a  b   c"]
+    assert _ok(run_cli(["select-text", "--max-words-per-line", "3", "--count-words", str(text)])) == "6\n"
+    assert run_cli(["select-text", "--max-words-per-line", "-1", str(text)]).exit_code == 2
+
+
 def test_pick_best_and_its_edge_warning(tmp_path):
     reports = []
     for label, wer in (("0.25", 21.0), ("0.5", 20.0), ("1", 20.0)):

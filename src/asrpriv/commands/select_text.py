@@ -15,6 +15,9 @@ from asrpriv.commands.options import common_options, output_option
               help="Keep lines whose id matches RE (Python re.search; anchor with ^).")
 @click.option("--exclude-id-regex", metavar="RE", default=None,
               help="Drop lines whose id matches RE.")
+@click.option("--max-words-per-line", type=click.IntRange(min=0), default=None, metavar="N",
+              help="Keep lines of at most N words (after the id with --ids), e.g. the short "
+                   "utterances of a reference; applied with the id filters, before --every.")
 @click.option("--every", type=click.IntRange(min=1), default=None, metavar="K",
               help="Keep lines K, 2K, 3K... (numbered after the id filters), e.g. a held-out slice.")
 @click.option("--drop-every", type=click.IntRange(min=1), default=None, metavar="K",
@@ -35,8 +38,8 @@ from asrpriv.commands.options import common_options, output_option
                    "file (train-ngram --classes).")
 @output_option
 @common_options
-def select_text(input_path, ids, id_regex, exclude_id_regex, every, drop_every, max_words,
-                words_of, spread, count_words, vocab, membership, output):
+def select_text(input_path, ids, id_regex, exclude_id_regex, max_words_per_line, every, drop_every,
+                max_words, words_of, spread, count_words, vocab, membership, output):
     """Select lines of text (default: Kaldi text, 'utt_id word ...'), in file order.
 
     Filters apply in the order of the options below; the output is the selected lines, or
@@ -47,6 +50,7 @@ def select_text(input_path, ids, id_regex, exclude_id_regex, every, drop_every, 
       asrpriv select-text --id-regex '^(EN|IB|IN)' train_text -o background.txt
       asrpriv select-text --drop-every 20 all.txt | asrpriv select-text --max-words 240000 -
       asrpriv select-text --count-words train.txt
+      asrpriv select-text --max-words-per-line 4 eval.ref -o short.ref
     """
     from asrpriv.errors import AsrprivError
     from asrpriv.io import select
@@ -56,7 +60,8 @@ def select_text(input_path, ids, id_regex, exclude_id_regex, every, drop_every, 
         raise AsrprivError("give one of --count-words, --vocab, --classes")
     if (words_of or spread) and not max_words:
         raise AsrprivError("--words-of and --spread apply to --max-words")
-    lines = select.select_lines(input_path, ids, id_regex, exclude_id_regex, every, drop_every)
+    lines = select.select_lines(input_path, ids, id_regex, exclude_id_regex, every, drop_every,
+                                max_words_per_line)
     if max_words:
         total = select.count_words(words_of, ids) if words_of else None
         lines = select.sample_lines(lines, max_words, ids, total, spread)

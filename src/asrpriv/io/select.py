@@ -125,12 +125,14 @@ def sample_step(words: int, max_words: int) -> int:
 
 def select_lines(path: str, ids: bool = True, id_regex: str | None = None,
                  exclude_regex: str | None = None, every: int | None = None,
-                 drop_every: int | None = None) -> list[str]:
+                 drop_every: int | None = None, max_words_per_line: int | None = None) -> list[str]:
     """The lines of a (Kaldi) text file that pass every filter given, in file order.
 
     Args:
         id_regex / exclude_regex: keep lines whose first field matches / does not match
             (``re.search``: anchor with ``^``).
+        max_words_per_line: keep lines of at most this many words (:func:`words_of`), with
+            the id filters (before the numbering of ``every`` / ``drop_every``).
         every: keep lines every, 2*every, ... (numbered over the lines the id filters kept).
         drop_every: drop those lines instead.
     """
@@ -139,6 +141,8 @@ def select_lines(path: str, ids: bool = True, id_regex: str | None = None,
     for name, k in (("--every", every), ("--drop-every", drop_every)):
         if k is not None and k < 1:
             raise AsrprivError(f"{name} must be >= 1, got {k}")
+    if max_words_per_line is not None and max_words_per_line < 0:
+        raise AsrprivError(f"--max-words-per-line must be >= 0, got {max_words_per_line}")
     out = []
     n = 0  # lines that passed the id filters
     for _lineno, line in iter_lines(path):
@@ -146,6 +150,8 @@ def select_lines(path: str, ids: bool = True, id_regex: str | None = None,
             first = line.split(None, 1)[0] if line.split() else ""
             if (keep and not keep.search(first)) or (drop and drop.search(first)):
                 continue
+        if max_words_per_line is not None and words_of(line, ids) > max_words_per_line:
+            continue
         n += 1
         if every and n % every:
             continue
