@@ -14,6 +14,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from conftest import AMI, ROOT
 
 
@@ -72,3 +74,52 @@ def test_fl_recipe_tiny_slice(tmp_path):
     for key in ("models/pretrained.pt.key", "models/fl-token.pt.key", "runs/fl-token/hyp.txt.key", "data/adapt.conf.tsv.key"):
         assert (out / key).is_file(), key
     assert "q=0.5 T=1" in (out / "models" / "fl-token.pt.key").read_text()
+    # the results give both invocations and their summed run time, never the rerun's few seconds alone
+    parts = (out / "runtime.tsv").read_text().splitlines()
+    assert len(parts) == 2 and all(p.split("\t")[2].endswith(f"--tiny {AMI} {out}") for p in parts)
+    total = sum(int(p.split("\t")[0]) for p in parts)
+    assert f"Run time {total} s" in (out / "results.md").read_text() and "the sum of the 2 parts" in again.stdout
+
+
+def _table_rows(text: str, heading: str) -> list[list[str]]:
+    """The body rows of the first Markdown table after HEADING, as lists of cells."""
+    lines = text.split(heading, 1)[1].splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("|"))
+    body = []
+    for line in lines[start + 2:]:
+        if not line.startswith("|"):
+            break
+        body.append([c.strip() for c in line.strip("|").split("|")])
+    return body
+
+
+@pytest.mark.slow  # about 9 minutes on the shared, loaded 2 cores: the whole --reduced mode
+def test_fl_recipe_reduced_every_row_has_an_interval(tmp_path):
+    out = tmp_path / "out"
+    env = _env()
+    proc = subprocess.run(["bash", str(ROOT / "bin" / "fl-finetune-experiment"), "--reduced", str(AMI), str(out)],
+                          capture_output=True, text=True, env=env, timeout=3600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    text = (out / "results.md").read_text()
+    assert "AMI text synthesized by flite, decoded by pocketsphinx 5.1.1 (synthetic speech)" in text
+    headings = ["## Table 2", "## Table 3", "## Table 4", "## Table 5", "### Table 5, every draw", "## Oracle",
+                "## Training curve"]
+    for heading in headings:
+        rows = _table_rows(text, heading)
+        assert rows, heading
+        for row in rows:
+            assert any(c.startswith("[") or "bootstrap [" in c for c in row), (heading, row)
+    # the DP rows: 3 draws each (the issue's minimum), 3 noise multipliers
+    dp = _table_rows(text, "## Table 5")
+    assert len(dp) == 3 and all(row[6] == "3" for row in dp), dp
+    assert all(row[9].startswith("t [") for row in dp)
+    # the curve of fl-token: t = 0 (pre-trained), 1, 2 (= the row itself)
+    assert [r[0] for r in _table_rows(text, "## Training curve")] == ["0", "1", "2"]
+    assert (out / "fl_curve.png").stat().st_size > 1000
+    # the short utterances: scored on fewer utterances than the whole evaluation set
+    short = json.loads((out / "runs" / "pretrained" / "wer-short.json").read_text())
+    whole = json.loads((out / "runs" / "pretrained" / "wer.json").read_text())
+    assert 0 < short["sentences"] < whole["sentences"]
+    # the exact command and this one invocation's run time
+    assert "Made by `" in text and "PYTHON=" in text and "bin/fl-finetune-experiment --reduced" in text
+    assert len((out / "runtime.tsv").read_text().splitlines()) == 1

@@ -120,3 +120,117 @@ def test_leakage_report_names_data_and_draws_the_plot(tmp_path):
     text = (tmp_path / "results.md").read_text()
     assert NAME in text and "on AMI\n" not in text.splitlines()[0] and "Run time 9 s" in text
     assert (tmp_path / "leakage_vs_noise.png").stat().st_size > 1000
+
+
+def _fl_out(tmp_path: Path) -> Path:
+    """A made-up OUT of bin/fl-finetune-experiment: main rows, 3 DP draws, the short-utterance
+    scores (Table 3), a training curve (t = 1, 2 and the row itself at t = 3) and 2 invocations."""
+    out = tmp_path / "out"
+    rows = {"nonnlm": (25.0, None), "pretrained": (24.0, 170.0), "server-all": (23.5, 150.0),
+            "fl-token": (23.0, 160.0), "dp-token-z0.5-d1": (23.9, 169.0), "dp-token-z0.5-d2": (24.1, 168.0),
+            "dp-token-z0.5-d3": (24.3, 167.0), "curve-fl-token-t0001": (23.8, 168.0),
+            "curve-fl-token-t0002": (23.4, 163.0), "curve-fl-token-t0005": (30.0, 999.0)}
+    for name, (w, p) in rows.items():
+        d = out / "runs" / name
+        d.mkdir(parents=True)
+        diff = None if name == "pretrained" else w - 24.0
+        (d / "wer.json").write_text(json.dumps(_wer(w, diff=diff)))
+        if not name.startswith("curve-"):
+            (d / "wer-short.json").write_text(json.dumps(_wer(w + 10.0, words=200, diff=diff)))
+        if p:
+            (d / "ppl.json").write_text(json.dumps({"ppl": p}))
+        (d / "hyp.txt.key").write_text("k\n")
+    (out / "privacy").mkdir()
+    (out / "privacy" / "z0.5.json").write_text(json.dumps({"epsilon_rdp": 14.2526, "epsilon_pld": 13.2249}))
+    (out / "privacy" / "paper-z0.5.json").write_text(json.dumps({"epsilon_rdp": 15.5, "epsilon_pld": 13.4}))
+    for d in (1, 2, 3):
+        (out / "privacy" / f"dp-token-z0.5-d{d}.history.txt").write_text(
+            "...\ntotal at delta 1e-05: epsilon 14.25 (RDP), 13.22 (PLD)\n")
+    now = int(time.time())
+    (out / "runtime.tsv").write_text(f"3000\t{now - 3700}\tROUNDS=3 bin/fl-finetune-experiment --reduced D O [stopped: exit 143]\n"
+                                     f"40\t{now - 60}\tROUNDS=3 bin/fl-finetune-experiment --reduced D O\n")
+    return out
+
+
+def _fl_args(out: Path) -> list[str]:
+    return ["--data", str(AMI), "--mode", "reduced", "--rate", "0.5", "--rounds", "3", "--clients", "40",
+            "--server-lr", "0.01", "--clip", "0.5", "--dp-z", "0.5", "--dp-modes", "token", "--draws", "3",
+            "--fl-modes", "token", "--scratch-modes", "", "--hard-threshold", "0.8", "--delta", "1e-5",
+            "--nnlm-args", "--arch lstm", "--noise-seeded", "", "--seconds", "40", "--short-words", "4",
+            "--curve-row", "fl-token", "--curve-rounds", "1 2 3",
+            "--command", "ROUNDS=3 bin/fl-finetune-experiment --reduced D O", str(out)]
+
+
+def _rows(text: str, heading: str) -> list[list[str]]:
+    """The body rows of the first Markdown table after HEADING, as lists of cells."""
+    lines = text.split(heading, 1)[1].splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("|"))
+    body = []
+    for line in lines[start + 2:]:
+        if not line.startswith("|"):
+            break
+        body.append([c.strip() for c in line.strip("|").split("|")])
+    return body
+
+
+def test_fl_report_curve_short_table_dp_means_and_parts(tmp_path):
+    out = _fl_out(tmp_path)
+    assert fl.main(_fl_args(out)) == 0
+    text = (out / "results.md").read_text()
+    assert NAME in text
+    # every row of every table has an interval
+    for heading in ("## Table 2", "## Table 5", "### Table 5, every draw", "## Table 3", "DP settings on the same",
+                    "## Training curve"):
+        rows = _rows(text, heading)
+        assert rows, heading
+        for row in rows:
+            assert any(c.startswith("[") or "bootstrap [" in c for c in row), (heading, row)
+    # the curve: t = 0 (pre-trained), the rounds the recipe evaluated, t = 3 = the row itself; never t = 5
+    curve = _rows(text, "## Training curve")
+    assert [r[0] for r in curve] == ["0", "1", "2", "3"]
+    assert curve[0][1:3] == ["170.0", "24.00"] and curve[3][1:3] == ["160.0", "23.00"]
+    assert "curve-fl-token" not in text.split("## Training curve")[0]    # no curve row in the main tables
+    assert (out / "fl_curve.png").stat().st_size > 1000 and (out / "fl_wer.png").stat().st_size > 1000
+    # DP: the mean of 3 draws, its t-interval and the envelope of the draws' bootstrap intervals
+    dp = _rows(text, "## Table 5")[0]
+    assert dp[6] == "3" and dp[8] == "24.10"
+    half = 4.302653 * 0.2 / 3 ** 0.5          # t(0.975, 2) s / sqrt(3), s = 0.2
+    assert dp[9] == f"t [{24.1 - half:.2f}, {24.1 + half:.2f}]; bootstrap [22.90, 25.30]"
+    assert len(_rows(text, "### Table 5, every draw")) == 3
+    # epsilon rounded once: the table and the history say the same
+    assert dp[2] == "14.25" and dp[3] == "13.22" and "z = 0.5, token weighted: 14.25 / 13.22." in text
+    # Table 3: the short-utterance scores, what differs from 001's voice commands
+    short = _rows(text, "## Table 3")
+    assert [r[1] for r in short[:2]] == ["35.00", "34.00"] and short[1][-1] == "9.89"
+    assert "not voice commands" in text and "4-word segments" in text and "200 reference words" in text
+    # the exact command, every part, and the summed run time
+    assert "(1) `ROUNDS=3 bin/fl-finetune-experiment --reduced D O [stopped: exit 143]`: 3000 s" in text
+    assert "Run time 3040 s = 50 min 40 s, the sum of the 2 parts" in text
+    assert "Run time 40 s" not in text and "LOWER BOUND" not in text
+
+
+def test_fl_report_without_runtime_file_and_one_draw(tmp_path):
+    out = _fl_out(tmp_path)
+    (out / "runtime.tsv").unlink()
+    for d in (2, 3):
+        for p in (out / "runs" / f"dp-token-z0.5-d{d}").iterdir():
+            p.unlink()
+        (out / "runs" / f"dp-token-z0.5-d{d}").rmdir()
+    t = time.time() - 3600
+    os.utime(out / "runs" / "pretrained" / "hyp.txt.key", (t, t))
+    args = _fl_args(out)
+    args[args.index("--curve-rounds") + 1] = ""         # the points found in runs/ (t = 5 too)
+    assert fl.main(args) == 0
+    text = (out / "results.md").read_text()
+    assert "Made by `ROUNDS=3 bin/fl-finetune-experiment --reduced D O`. Run time 40 s" in text
+    assert "reused from the cache of an earlier invocation" in text
+    assert _rows(text, "## Table 5")[0][9] == "bootstrap [22.90, 24.90] (1 draw)"
+    assert [r[0] for r in _rows(text, "## Training curve")] == ["0", "1", "2", "3", "5"]
+
+
+def test_fl_report_runtime_parts_lower_bound(tmp_path):
+    out = _fl_out(tmp_path)
+    t = time.time() - 7 * 3600                         # made before the first recorded part
+    os.utime(out / "runs" / "pretrained" / "hyp.txt.key", (t, t))
+    assert fl.main(_fl_args(out)) == 0
+    assert "LOWER BOUND" in (out / "results.md").read_text()

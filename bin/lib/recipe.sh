@@ -60,6 +60,59 @@ recipe_require() {  # recipe_require FILE...: each must exist (the layout of DAT
   command -v asrpriv >/dev/null || { echo "$RECIPE: asrpriv is not on PATH" >&2; exit 2; }
 }
 
+# ------------------------------------------------------------------ the command and its run time
+# A results file names the exact command (with every knob set in the environment) and the run
+# time of ALL the invocations that made OUT: a rerun that reuses cached artefacts adds its own
+# seconds to those of the earlier parts instead of passing a few seconds off as the run time.
+recipe_knobs() {  # the knobs of the header (lines "#   NAME=  ..."), one per line
+  local line name
+  while IFS= read -r line; do
+    case "$line" in
+      "#!"*) continue ;;
+      "#"*) line=${line#\#}; line=${line#"${line%%[![:space:]]*}"}; name=${line%%=*}
+            case "$name" in "$line"|*[!A-Z0-9_]*|"") ;; *) printf '%s\n' "$name" ;; esac ;;
+      *) break ;;
+    esac
+  done < "$0"
+}
+
+recipe_quote() {  # one word as a shell reads it back: as it is when plain, else in single quotes
+  case $1 in
+    "" | *[!A-Za-z0-9_./:,+=@%-]*) printf "'%s'" "${1//\'/\'\\\'\'}" ;;
+    *) printf '%s' "$1" ;;
+  esac
+}
+
+recipe_command() {  # recipe_command "EXTRA_NAMES" ARG...: "NAME=value ... bin/RECIPE ARG..." (call
+  # it before the defaults are set: NAME=value for every knob of the header, and every EXTRA
+  # name, that the environment sets -- even to its default)
+  local name out="" a
+  for name in $(recipe_knobs) $1; do
+    if [ -n "${!name+x}" ]; then out+="$name=$(recipe_quote "${!name}") "; fi
+  done
+  shift
+  out+="bin/$RECIPE"
+  for a in "$@"; do out+=" $(recipe_quote "$a")"; done
+  printf '%s\n' "$out"
+}
+
+recipe_runtime() {  # after OUT exists: this invocation's line of OUT/runtime.tsv is written on exit
+  # (or earlier by recipe_runtime_record), "seconds<TAB>start (epoch s)<TAB>command", a stopped
+  # invocation's command marked "[stopped: exit N]" (its artefacts may be reused by the next part)
+  RUNTIME_RECORDED=""
+  trap 'recipe_runtime_record "$?"' EXIT
+  trap 'exit 130' INT
+  trap 'exit 143' TERM
+}
+
+recipe_runtime_record() {  # recipe_runtime_record [STATUS]: append this invocation's line, once
+  [ -z "${RUNTIME_RECORDED:-}" ] || return 0
+  RUNTIME_RECORDED=1
+  local note=""
+  [ "${1:-0}" = 0 ] || note=" [stopped: exit $1]"
+  printf '%s\t%s\t%s\n' "$(( $(date +%s) - START ))" "$START" "${COMMAND:-bin/$RECIPE}$note" >> "$OUT/runtime.tsv"
+}
+
 log() { printf '[%4ds] %s\n' $(( $(date +%s) - START )) "$*" >&2; }
 die() { echo "$RECIPE: $*" >&2; exit 2; }
 

@@ -57,7 +57,7 @@ def run_time(seconds: int | float, out: str, artefacts: str, started: float | No
     """
     seconds = int(seconds)
     start = (time.time() if started is None else started) - seconds - 2
-    files = [p for p in glob.glob(os.path.join(out, artefacts)) if os.path.isfile(p)]
+    files = [p for p in glob.glob(os.path.join(out, artefacts), recursive=True) if os.path.isfile(p)]
     reused = [p for p in files if os.path.getmtime(p) < start]
     text = f"Run time {seconds} s = {seconds // 60} min {seconds % 60} s (this invocation, measured by the recipe)"
     if files and reused:
@@ -69,3 +69,70 @@ def run_time(seconds: int | float, out: str, artefacts: str, started: float | No
 def fmt_eps(value: float) -> str:
     """Epsilon rounded once, to 4 significant digits (privacy-report's own text precision)."""
     return f"{value:.4g}"
+
+
+def read_runtime(out: str) -> list[tuple[int, int | None, str]]:
+    """The parts of OUT/runtime.tsv (recipe_runtime in bin/lib/recipe.sh): one line per invocation,
+    ``seconds<TAB>start (epoch seconds)<TAB>command`` (or ``seconds<TAB>command``, e.g. a part
+    added by hand); lines that do not start with a number are skipped."""
+    path = os.path.join(out, "runtime.tsv")
+    parts: list[tuple[int, int | None, str]] = []
+    if not os.path.exists(path):
+        return parts
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            fields = line.rstrip("\n").split("\t")
+            try:
+                seconds = int(float(fields[0]))
+            except ValueError:
+                continue
+            start = None
+            if len(fields) >= 3:
+                try:
+                    start = int(float(fields[1]))
+                except ValueError:
+                    start = None
+            parts.append((seconds, start, fields[-1] if len(fields) > 1 else ""))
+    return parts
+
+
+def hms(seconds: int) -> str:
+    """'1 h 2 min 3 s' / '2 min 3 s' / '3 s'."""
+    seconds = int(seconds)
+    h, rest = divmod(seconds, 3600)
+    m, s = divmod(rest, 60)
+    return (f"{h} h {m} min {s} s" if h else f"{m} min {s} s" if m else f"{s} s")
+
+
+def runtime_paragraph(out: str, seconds: int | float, artefacts: str, command: str = "") -> str:
+    """The command(s) and the run time of a recipe's results, from OUT/runtime.tsv.
+
+    Every invocation of the recipe on OUT appended its wall time and its exact command; the
+    run time is their SUM (a rerun that reuses cached artefacts is one more part, never the run
+    time on its own). Artefacts (glob ARTEFACTS under OUT) older than the first recorded part
+    mean earlier invocations that runtime.tsv does not hold: the sum is then a lower bound.
+    Without runtime.tsv: COMMAND and the sentence of :func:`run_time`.
+    """
+    parts = read_runtime(out)
+    if not parts:
+        made = f"Made by `{command}`. " if command else ""
+        return made + run_time(seconds, out, artefacts) + "."
+    total = sum(p[0] for p in parts)
+    starts = [p[1] for p in parts if p[1] is not None]
+    files = [p for p in glob.glob(os.path.join(out, artefacts), recursive=True) if os.path.isfile(p)]
+    unrecorded = bool(starts and files and min(os.path.getmtime(p) for p in files) < min(starts) - 2)
+    if len(parts) == 1:
+        text = (f"Made by `{parts[0][2]}`. Run time {total} s = {hms(total)} (one invocation, measured by the "
+                "recipe; OUT/runtime.tsv)")
+    else:
+        listed = "; ".join(
+            f"({i}) `{cmd}`: {secs} s" + (f", started {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime(t0))}"
+                                          if t0 is not None else "")
+            for i, (secs, t0, cmd) in enumerate(parts, 1))
+        text = (f"Made in {len(parts)} invocations, each reusing what the earlier ones had cached: {listed}. "
+                f"Run time {total} s = {hms(total)}, the sum of the {len(parts)} parts (OUT/runtime.tsv)")
+    if unrecorded:
+        text += ("; some artefacts predate the first recorded invocation: earlier invocation(s), made before "
+                 "the recipe kept OUT/runtime.tsv, are not counted, so this total is a LOWER BOUND (see their "
+                 "logs; a part can be added to runtime.tsv as 'seconds<TAB>start<TAB>command')")
+    return text + "."

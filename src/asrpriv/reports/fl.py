@@ -4,11 +4,14 @@
     python -m asrpriv.reports.fl [--data DATA_DIR] --mode M --rate Q ... OUT
 
 Reads OUT/runs/*/wer.json (asrpriv score-wer --format json, with MAPSSWE against the pre-trained
-NNLM and bootstrap intervals), OUT/runs/*/ppl.json (asrpriv perplexity --json: natural-log
-totals, ppl = exp(-logprob / tokens)), OUT/privacy/*.json (asrpriv privacy-report --json) and
-OUT/data/adapt.confidence.json, and writes OUT/results.md and OUT/fl_wer.png. Paper 001's
-numbers (its *conversation* set, Tables 2, 4, 5) are printed beside ours for orientation only:
-a different recognizer, data, NNLM and scale.
+NNLM and bootstrap intervals), OUT/runs/*/wer-short.json (the same on the short evaluation
+utterances: Table 3), OUT/runs/*/ppl.json (asrpriv perplexity --json: natural-log totals,
+ppl = exp(-logprob / tokens)), OUT/runs/curve-ROW-tNNNN/ (the training curve), OUT/privacy/*.json
+(asrpriv privacy-report --json), OUT/data/adapt.confidence.json and OUT/runtime.tsv (every
+invocation's seconds and command: the run time is their sum), and writes OUT/results.md,
+OUT/fl_wer.png and OUT/fl_curve.png. Paper 001's numbers (its *conversation* set, Tables 2, 4,
+5; its *voice command* set, Table 3) are printed beside ours for orientation only: a different
+recognizer, data, NNLM and scale.
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ import json
 import os
 import statistics
 
-from asrpriv.reports.common import data_name, data_paragraph, fmt_eps, run_time
+from asrpriv.reports.common import DATA_NAME, data_name, data_paragraph, fmt_eps, runtime_paragraph
 
 # paper 001: (PPL, WER %) on the conversation evaluation set
 PAPER_T2 = {"nonnlm": (None, 8.07), "pretrained": (109.4, 7.96), "server-all": (31.3, 7.79),
@@ -27,6 +30,11 @@ PAPER_T2 = {"nonnlm": (None, 8.07), "pretrained": (109.4, 7.96), "server-all": (
             "fl-token": (30.3, 7.75)}
 PAPER_T4 = {"scratch-server-none": (34.7, 7.81), "scratch-fl-none": (35.8, 7.85),
             "scratch-fl-token": (34.5, 7.82)}
+# Table 3: the *voice command* set (short utterances of another application); our short-utterance
+# table sits beside it for orientation only
+PAPER_T3 = {"nonnlm": (None, 10.10), "pretrained": (420.4, 9.89), "server-all": (7.9, 9.04),
+            "fl-none": (8.1, 9.06), "fl-hard": (8.0, 8.82), "fl-utterance": (8.0, 9.00),
+            "fl-token": (8.0, 8.93)}
 # Table 5: z -> (printed epsilon at delta 1e-5, {mode: (PPL, WER)}); z from its Sec. 3.4
 PAPER_T5 = {"0.2": (248.6, {"none": (46.1, 7.88), "token": (45.9, 7.85)}),
             "0.5": (14.2, {"none": (50.4, 7.91), "token": (50.4, 7.89)}),
@@ -75,11 +83,36 @@ def paper_cell(pair, base_wer=None) -> tuple[str, str]:
     return ("–" if ppl is None else f"{ppl:.1f}"), w
 
 
+def t_interval(values: list[float], level: float = 0.95) -> tuple[float, float] | None:
+    """Student-t interval of the mean of VALUES (n - 1 degrees of freedom); None below 2 values."""
+    if len(values) < 2:
+        return None
+    from scipy.stats import t as student_t
+
+    m = statistics.mean(values)
+    half = float(student_t.ppf(0.5 + level / 2, len(values) - 1)) * statistics.stdev(values) / len(values) ** 0.5
+    return m - half, m + half
+
+
+def dp_interval(reports: list[dict]) -> str:
+    """The interval of a DP setting's mean WER over its draws: the t-interval over the draws (the
+    spread of the noise draws on this evaluation set) and the envelope of the draws' bootstrap
+    intervals (the sampling of the evaluation utterances); one draw: its bootstrap interval."""
+    ws = [r["wer"] for r in reports]
+    boots = [r.get("bootstrap") for r in reports if r.get("bootstrap")]
+    env = f"[{min(b['wer_low'] for b in boots):.2f}, {max(b['wer_high'] for b in boots):.2f}]" if boots else "–"
+    t = t_interval(ws)
+    if t is None:
+        return f"bootstrap {env} (1 draw)"
+    return f"t [{t[0]:.2f}, {t[1]:.2f}]; bootstrap {env}"
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="fl-report")
     ap.add_argument("--data", default=None, help="DATA_DIR of the run (named from its SOURCE.txt)")
     for opt in ("mode", "rate", "rounds", "clients", "server-lr", "clip", "dp-z", "dp-modes", "draws", "fl-modes",
-                "scratch-modes", "hard-threshold", "delta", "nnlm-args", "noise-seeded", "seconds"):
+                "scratch-modes", "hard-threshold", "delta", "nnlm-args", "noise-seeded", "seconds",
+                "short-words", "curve-row", "curve-rounds", "command"):
         ap.add_argument("--" + opt, default="")
     ap.add_argument("out")
     a = ap.parse_args(argv)
@@ -87,22 +120,26 @@ def main(argv: list[str] | None = None) -> int:
     runs = {os.path.basename(os.path.dirname(p)): p for p in glob.glob(os.path.join(out, "runs", "*", "wer.json"))}
     wer = {n: load(p) for n, p in runs.items()}
     ppl = {n: load(os.path.join(out, "runs", n, "ppl.json")) for n in runs}
+    short = {n: r for n in runs if (r := load(os.path.join(out, "runs", n, "wer-short.json")))}
     base = wer.get("pretrained")
     base_wer = base["wer"] if base else None
     L: list[str] = []
     L.append("# Federated NNLM fine-tuning with confidences (paper 001)\n")
     L.append(data_paragraph(a.data) + "\n")
-    L.append("Made by `bin/fl-finetune-experiment` (mode: %s; %s). **Not the paper's setting**: paper 001 used an "
+    command = a.command or f"bin/fl-finetune-experiment{'' if a.mode in ('', 'full') else ' --' + a.mode} DATA_DIR OUT_DIR"
+    L.append(runtime_paragraph(out, int(a.seconds or 0), "**/*.key", command) + "\n")
+    L.append("Mode: %s. **Not the paper's setting**: paper 001 used an "
              "in-house video recognizer (CTC + 5-gram), 5-best lists, a character-aware LSTM NNLM, 166K adaptation "
              "utterances over ~10K Zipf-distributed devices and 1,000 rounds of 100 clients; here a synthetic-speech first pass "
              "(20-best, 2M-bigram LM), %s adaptation meetings as clients, q = %s, T = %s rounds, "
              "FedAdam lr %s, NNLM `%s`. The paper's numbers (its *conversation* set) are beside ours for orientation; "
              "compare directions and relative sizes, not values.\n"
-             % (a.mode, run_time(int(a.seconds or 0), out, "**/*.key"), a.clients, a.rate, a.rounds, a.server_lr, a.nnlm_args))
+             % (a.mode, a.clients, a.rate, a.rounds, a.server_lr, a.nnlm_args))
     if base:
         L.append(f"Evaluation: {base['sentences']} dev utterances, {base['ref_words']} reference words (one word = "
                  f"{100.0 / base['ref_words']:.3f} WER points); weights tuned per row on the held-out tuning meetings. "
-                 "WER intervals: 95% bootstrap over utterances. Every *rel.* and MAPSSWE cell compares with the "
+                 "WER intervals: 95% bootstrap over utterances (score-wer --bootstrap); DP settings: see Table 5. "
+                 "Every *rel.* and MAPSSWE cell compares with the "
                  "**pre-trained NNLM** row (ours with ours, the paper's with the paper's).\n")
     conf = load(os.path.join(out, "data", "adapt.confidence.json"))
     if conf:
@@ -110,83 +147,256 @@ def main(argv: list[str] | None = None) -> int:
                  + ", ".join(f"{k} = {v:.3f}" if isinstance(v, float) else f"{k} = {v}"
                              for k, v in _flat_metrics(conf).items()) + "\n")
 
-    def table(title: str, names: list[str], paper: dict) -> None:
+    def table(title: str, names: list[str], paper: dict, scores: dict, with_ppl: bool = True,
+              paper_base: float = PAPER_T2["pretrained"][1], intro: str = "") -> None:
         L.append(f"## {title}\n")
-        L.append("| Model | PPL | WER | 95% CI | rel. vs pre-trained | MAPSSWE vs pre-trained | paper PPL | paper WER (rel. vs its pre-trained) |")
-        L.append("|---|---|---|---|---|---|---|---|")
+        if intro:
+            L.append(intro + "\n")
+        sbase = (scores.get("pretrained") or {}).get("wer")
+        head = "| Model |" + (" PPL |" if with_ppl else "") + " WER | 95% CI | rel. vs pre-trained | MAPSSWE vs pre-trained |"
+        L.append(head + " paper PPL | paper WER (rel. vs its pre-trained) |")
+        L.append("|" + "---|" * (head.count("|") + 1))
         for n in names:
-            r = wer.get(n)
-            pp, pw = paper_cell(paper.get(n), PAPER_T2["pretrained"][1])
+            r = scores.get(n)
+            pp, pw = paper_cell(paper.get(n), paper_base)
             if r is None:
-                L.append(f"| {LABELS.get(n, n)} | – | not run | | | | {pp} | {pw} |")
+                L.append(f"| {LABELS.get(n, n)} |" + (" – |" if with_ppl else "") + f" not run | | | | {pp} | {pw} |")
                 continue
             p = ppl.get(n)
-            relc = rel(r["wer"], base_wer) if base_wer and n != "pretrained" else "–"
-            L.append(f"| {LABELS.get(n, n)} | {p['ppl']:.1f} |" if p else f"| {LABELS.get(n, n)} | – |")
-            L[-1] += f" {r['wer']:.2f} | {ci(r)} | {relc} | {sig(r) if n != 'pretrained' else '–'} | {pp} | {pw} |"
+            relc = rel(r["wer"], sbase) if sbase and n != "pretrained" else "–"
+            cells = [LABELS.get(n, n)]
+            if with_ppl:
+                cells.append(f"{p['ppl']:.1f}" if p else "–")
+            cells += [f"{r['wer']:.2f}", ci(r), relc, sig(r) if n != "pretrained" else "–", pp, pw]
+            L.append("| " + " | ".join(cells) + " |")
         L.append("")
 
     t2 = ["nonnlm", "pretrained", "server-all"] + [f"fl-{m}" for m in a.fl_modes.split()]
-    table("Table 2: adaptation on the 1-best with confidences", t2, PAPER_T2)
     t4 = (["scratch-server-none"] if a.scratch_modes.split() else []) + [f"scratch-fl-{m}" for m in a.scratch_modes.split()]
-    if t4:
-        table("Table 4: without pre-training", t4, PAPER_T4)
-
-    # Table 5: DP rows
-    L.append("## Table 5: client-level DP (clip C = %s, Gaussian noise z C on the clipped sum, fixed denominator q N)\n" % a.clip)
-    L.append(f"epsilon at delta = {a.delta} for this run's q = {a.rate} and T = {a.rounds} (privacy-report: dp-accounting "
-             "RDP with default orders, PLD at discretization 1e-4); *paper setting* = the same accountants at 001's "
-             "q = 0.01, T = 1000. PPL and WER: mean over the noise draws (min-max); MAPSSWE: draws significantly "
-             "different from the pre-trained NNLM." + (" **Noise seeded (NOISE_SEED): not private.**" if a.noise_seeded else "") + "\n")
-    L.append("| Model | z | eps RDP (this run) | eps PLD (this run) | eps RDP / PLD (paper setting) | paper eps | draws "
-             "| PPL | WER | rel. vs pre-trained | MAPSSWE sig. | paper PPL | paper WER |")
-    L.append("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
-    dp_points = []
-    history_eps: list[str] = []
+    oracle = [n for n in ("oracle-server-all", "oracle-fl-none") if n in wer]
+    # DP settings: the draws of each (mode, z)
+    settings = []
     for mode in a.dp_modes.split():
         for z in a.dp_z.split():
-            names = sorted(n for n in wer if n.startswith(f"dp-{mode}-z{z}-d"))
-            ours = load(os.path.join(out, "privacy", f"z{z}.json")) or {}
-            theirs = load(os.path.join(out, "privacy", f"paper-z{z}.json")) or {}
-            pe, pm = PAPER_T5.get(z, (None, {}))
-            pp, pw = pm.get(mode, (None, None)) if pm else (None, None)
-            e = lambda d, k: fmt_eps(d[k]) if k in d else "–"  # noqa: E731
-            if not names:
-                L.append(f"| FL ({MODE_LABEL.get(mode, mode)}) | {z} | {e(ours, 'epsilon_rdp')} | {e(ours, 'epsilon_pld')} "
-                         f"| {e(theirs, 'epsilon_rdp')} / {e(theirs, 'epsilon_pld')} | {pe or '–'} | 0 | – | not run | | | | |")
-                continue
-            hist = [_history_epsilon(out, n) for n in names]
-            hist = [h for h in hist if h]
-            ws = [wer[n]["wer"] for n in names]
-            ps = [ppl[n]["ppl"] for n in names if ppl.get(n)]
-            nsig = sum(1 for n in names if (wer[n].get("compare") or {}).get("significant"))
-            for n in names:
-                dp_points.append((f"DP {MODE_LABEL.get(mode, mode)} z={z}", wer[n]))
-            mw = statistics.mean(ws)
-            L.append(f"| FL ({MODE_LABEL.get(mode, mode)}) | {z} | {e(ours, 'epsilon_rdp')} | {e(ours, 'epsilon_pld')} "
-                     f"| {e(theirs, 'epsilon_rdp')} / {e(theirs, 'epsilon_pld')} | {pe or '–'} | {len(names)} "
-                     f"| {statistics.mean(ps):.1f} ({min(ps):.1f}-{max(ps):.1f}) | {mw:.2f} ({min(ws):.2f}-{max(ws):.2f}) "
-                     f"| {rel(mw, base_wer) if base_wer else '–'} | {nsig} of {len(names)} "
-                     f"| {pp if pp else '–'} | {pw if pw else '–'} |")
-            if hist and any(h != hist[0] for h in hist):
-                L.append(f"| (the models' own histories disagree: {sorted(set(hist))}) |||||||||||||")
-            elif hist:
-                history_eps.append(f"z = {z}, {MODE_LABEL.get(mode, mode)}: {hist[0]}")
-    L.append("")
-    if history_eps:
-        L.append("Each DP model's own privacy history (`privacy-report MODEL`: the Gaussian releases that aggregate "
-                 "recorded, one per round that had clients), epsilon RDP / PLD: " + "; ".join(history_eps) + ".\n")
-    oracle = [n for n in ("oracle-server-all", "oracle-fl-none") if n in wer]
+            names = sorted((n for n in wer if n.startswith(f"dp-{mode}-z{z}-d")), key=_draw_number)
+            settings.append((mode, z, names))
+    table("Table 2: adaptation on the 1-best with confidences", t2, PAPER_T2, wer)
+    if short:
+        _short_table(L, a, short, t2 + t4 + oracle, settings, table)
+    if t4:
+        table("Table 4: without pre-training", t4, PAPER_T4, wer)
+    _dp_tables(L, out, a, settings, wer, ppl, base_wer)
     if oracle:
-        table("Oracle: adaptation on the references of the adaptation split (the ceiling)", oracle, {})
+        table("Oracle: adaptation on the references of the adaptation split (the ceiling)", oracle, {}, wer)
+    curve = _curve(out, a, wer, ppl)
+    if curve:
+        _curve_table(L, a, curve, base_wer)
     L.append("## Files\n")
-    L.append("`runs/ROW/` (weights.txt, hyp.txt, wer.json, ppl.json), `models/ROW.pt`, `fl/ROW/` (sampled cohorts, "
-             "FedAdam state), `privacy/` (privacy-report JSON and each DP model's own history), `data/`; every "
+    L.append("`runs/ROW/` (weights.txt, hyp.txt, wer.json, wer-short.json, ppl.json; `runs/curve-ROW-tNNNN/`: the "
+             "training curve's points), `models/ROW.pt`, `fl/ROW/` (sampled cohorts, "
+             "FedAdam state), `privacy/` (privacy-report JSON and each DP model's own history), `data/`, "
+             "`runtime.tsv` (each invocation's seconds and command); every "
              "artefact has a `.key` file with the settings it was made from.\n")
     with open(os.path.join(out, "results.md"), "w", encoding="utf-8") as f:
         f.write("\n".join(L))
+    dp_points = [(f"DP {MODE_LABEL.get(m, m)} z={z}", wer[n]) for m, z, names in settings for n in names]
     plot(out, wer, [n for n in t2 + t4 + oracle if n in wer], dp_points, data_name(a.data))
+    if curve:
+        plot_curve(out, a.curve_row, curve, data_name(a.data))
     return 0
+
+
+def _draw_number(name: str) -> int:
+    tail = name.rsplit("-d", 1)[-1]
+    return int(tail) if tail.isdigit() else 0
+
+
+def _dp_tables(L: list[str], out: str, a, settings: list, wer: dict, ppl: dict, base_wer: float | None) -> None:
+    """Table 5 (one row per DP setting: mean over its draws, with intervals) and its draws."""
+    L.append("## Table 5: client-level DP (clip C = %s, Gaussian noise z C on the clipped sum, fixed denominator q N)\n" % a.clip)
+    L.append(f"epsilon at delta = {a.delta} for this run's q = {a.rate} and T = {a.rounds} (privacy-report: dp-accounting "
+             "RDP with default orders, PLD at discretization 1e-4), each rounded once to 4 significant digits; "
+             "*paper setting* = the same accountants at 001's q = 0.01, T = 1000. "
+             "PPL and WER: mean over the noise draws (PPL: min-max of the draws). **95% CI of the mean WER**: "
+             "*t* = Student-t interval over the draws (mean +- t(0.975, n-1) s / sqrt(n): how much the noise draws "
+             "move the WER on this evaluation set; with 2-3 draws it is wide by construction), *bootstrap* = the "
+             "envelope of the draws' own 95% bootstrap intervals over utterances (the sampling of the evaluation "
+             "set, which the t-interval leaves out); every draw is listed below with its interval. MAPSSWE: draws "
+             "significantly different from the pre-trained NNLM."
+             + (" **Noise seeded (NOISE_SEED): not private.**" if a.noise_seeded else "") + "\n")
+    L.append("| Model | z | eps RDP (this run) | eps PLD (this run) | eps RDP / PLD (paper setting) | paper eps | draws "
+             "| PPL | WER (mean) | 95% CI | rel. vs pre-trained | MAPSSWE sig. | paper PPL | paper WER |")
+    L.append("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    history_eps: list[str] = []
+    draw_rows: list[str] = []
+    for mode, z, names in settings:
+        label = f"FL ({MODE_LABEL.get(mode, mode)})"
+        ours = load(os.path.join(out, "privacy", f"z{z}.json")) or {}
+        theirs = load(os.path.join(out, "privacy", f"paper-z{z}.json")) or {}
+        pe, pm = PAPER_T5.get(z, (None, {}))
+        pp, pw = pm.get(mode, (None, None)) if pm else (None, None)
+        e = lambda d, k: fmt_eps(d[k]) if k in d else "–"  # noqa: E731
+        eps_cells = (f"{e(ours, 'epsilon_rdp')} | {e(ours, 'epsilon_pld')} "
+                     f"| {e(theirs, 'epsilon_rdp')} / {e(theirs, 'epsilon_pld')} | {pe or '–'}")
+        if not names:
+            L.append(f"| {label} | {z} | {eps_cells} | 0 | – | not run | | | | | |")
+            continue
+        ws = [wer[n]["wer"] for n in names]
+        ps = [ppl[n]["ppl"] for n in names if ppl.get(n)]
+        nsig = sum(1 for n in names if (wer[n].get("compare") or {}).get("significant"))
+        mw = statistics.mean(ws)
+        pcell = f"{statistics.mean(ps):.1f} ({min(ps):.1f}-{max(ps):.1f})" if ps else "–"
+        L.append(f"| {label} | {z} | {eps_cells} | {len(names)} | {pcell} | {mw:.2f} | {dp_interval([wer[n] for n in names])} "
+                 f"| {rel(mw, base_wer) if base_wer else '–'} | {nsig} of {len(names)} "
+                 f"| {pp if pp else '–'} | {pw if pw else '–'} |")
+        for n in names:
+            r, p = wer[n], ppl.get(n)
+            draw_rows.append(f"| {label} | {z} | {_draw_number(n)} | {p['ppl']:.1f} |" if p else f"| {label} | {z} | {_draw_number(n)} | – |")
+            draw_rows[-1] += (f" {r['wer']:.2f} | {ci(r)} | {rel(r['wer'], base_wer) if base_wer else '–'} | {sig(r)} |")
+        table_eps = f"{e(ours, 'epsilon_rdp')} / {e(ours, 'epsilon_pld')}"
+        hist = {n: h for n in names if (h := _history_epsilon(out, n))}
+        if len(set(hist.values())) > 1:
+            history_eps.append(f"z = {z}, {MODE_LABEL.get(mode, mode)}: the draws' histories disagree: "
+                               + ", ".join(f"draw {_draw_number(n)} {h}" + _empty_note(out, n) for n, h in hist.items()))
+        elif hist:
+            n0, h = next(iter(hist.items()))
+            note = "" if h == table_eps else (f" (differs from the table's {table_eps}" + _empty_note(out, n0) + ")")
+            history_eps.append(f"z = {z}, {MODE_LABEL.get(mode, mode)}: {h}{note}")
+    L.append("")
+    if history_eps:
+        L.append("Each DP model's own privacy history (`privacy-report MODEL`: the Gaussian releases that aggregate "
+                 "recorded, one per round that had clients), epsilon RDP / PLD as privacy-report prints it (4 "
+                 "significant digits, the table's rounding): " + "; ".join(history_eps) + ".\n")
+    if draw_rows:
+        L.append("### Table 5, every draw\n")
+        L.append("| Model | z | draw | PPL | WER | 95% CI (bootstrap) | rel. vs pre-trained | MAPSSWE vs pre-trained |")
+        L.append("|---|---|---|---|---|---|---|---|")
+        L.extend(draw_rows)
+        L.append("")
+
+
+def _empty_note(out: str, name: str) -> str:
+    """': N of its rounds had no client (no release)' from fl/NAME/empty_rounds.txt, when N > 0."""
+    path = os.path.join(out, "fl", name, "empty_rounds.txt")
+    try:
+        n = int(open(path, encoding="utf-8").read().split()[0])
+    except (OSError, ValueError, IndexError):
+        return ""
+    return f": {n} of its rounds sampled no client and released nothing" if n else ""
+
+
+def _short_table(L: list[str], a, short: dict, names: list[str], settings: list, table) -> None:
+    """Table 3 of 001 (its *voice command* set) as far as AMI allows: the same rows on the evaluation
+    utterances whose reference has at most SHORT_WORDS words."""
+    base = short.get("pretrained")
+    k = a.short_words or "K"
+    what = (f"{base['sentences']} utterances, {base['ref_words']} reference words (one word = "
+            f"{100.0 / base['ref_words']:.3f} WER points)" if base else "the short utterances")
+    ami = data_name(a.data) == DATA_NAME
+    intro = (f"The rows of Tables 2, 4 and 5 and the oracle rows, rescored exactly as there (the same "
+             f"hypotheses), scored again on {what}: "
+             f"`select-text --max-words-per-line {k}` of the evaluation references, `score-wer --allow-extra` (the "
+             "longer utterances are left out), 95% bootstrap intervals and MAPSSWE against the pre-trained NNLM on "
+             "the same utterances. **What differs from 001's Table 3**: 001's *voice command* set is a separate "
+             "application (short commands to smart devices, 73K words in 13K test utterances, its own 63K adaptation "
+             "utterances, NNLMs adapted on it); here the same AMI models, adapted on AMI meetings, on the shortest "
+             "segments of the same *conversation*"
+             + (" (the bundled AMI set holds segments of 4-25 words only, so at most 4 words keeps exactly the "
+                "4-word segments)" if ami else "")
+             + ": a length slice of conversation, not voice commands. No PPL column (the perplexity is of the "
+             "whole evaluation set, Table 2). 001's numbers (its Table 3) are beside ours for orientation.")
+    table(f"Table 3 (short utterances): the evaluation utterances of at most {k} reference words", names,
+          PAPER_T3, short, with_ppl=False, paper_base=PAPER_T3["pretrained"][1], intro=intro)
+    rows = []
+    for mode, z, dnames in settings:
+        rs = [short[n] for n in dnames if n in short]
+        if not rs:
+            continue
+        ws = [r["wer"] for r in rs]
+        mw = statistics.mean(ws)
+        sbase = base["wer"] if base else None
+        nsig = sum(1 for r in rs if (r.get("compare") or {}).get("significant"))
+        rows.append(f"| DP FL ({MODE_LABEL.get(mode, mode)}), z = {z} | {len(rs)} | {mw:.2f} | {dp_interval(rs)} "
+                    f"| {rel(mw, sbase) if sbase else '–'} | {nsig} of {len(rs)} |")
+    if rows:
+        L.append(f"DP settings on the same {k}-word utterances (mean over the draws; interval as in Table 5):\n")
+        L.append("| Model | draws | WER (mean) | 95% CI | rel. vs pre-trained | MAPSSWE sig. |")
+        L.append("|---|---|---|---|---|---|")
+        L.extend(rows)
+        L.append("")
+
+
+def _curve(out: str, a, wer: dict, ppl: dict) -> list[tuple[int, dict, dict | None]]:
+    """(t, wer.json, ppl.json) of the training curve: t = 0 the pre-trained row, then the rounds the recipe
+    evaluated (--curve-rounds; without it, every runs/curve-ROW-tNNNN/); the last round can be the row's own run."""
+    row = a.curve_row
+    if not row:
+        return []
+    import re
+
+    if a.curve_rounds.split():
+        rounds = sorted({int(t) for t in a.curve_rounds.split()})
+    else:
+        found = (re.fullmatch(rf"curve-{re.escape(row)}-t(\d+)", n) for n in wer)
+        rounds = sorted({int(m.group(1)) for m in found if m})
+        if a.rounds and row in wer:
+            rounds = sorted(set(rounds) | {int(a.rounds)})
+    points = []
+    if "pretrained" in wer:
+        points.append((0, wer["pretrained"], ppl.get("pretrained")))
+    for t in rounds:
+        name = f"curve-{row}-t{t:04d}"
+        if a.rounds and t == int(a.rounds) and row in wer:
+            name = row                    # the row's own model and run
+        if name in wer:
+            points.append((t, wer[name], ppl.get(name)))
+    return points if len(points) > 1 else []
+
+
+def _curve_table(L: list[str], a, curve: list, base_wer: float | None) -> None:
+    row = a.curve_row
+    L.append(f"## Training curve: {LABELS.get(row, row)} against the FL round\n")
+    L.append(f"The model of `{row}` after round t (kept every few rounds while it trained), evaluated as every row: "
+             "weights tuned on the tuning meetings, dev perplexity of the evaluation references and WER with its 95% "
+             f"bootstrap interval; t = 0 is the pre-trained NNLM, t = {a.rounds} the row of Table 2. Plot: "
+             "`fl_curve.png`.\n")
+    L.append("| round t | PPL | WER | 95% CI | rel. vs pre-trained | MAPSSWE vs pre-trained |")
+    L.append("|---|---|---|---|---|---|")
+    for t, r, p in curve:
+        L.append(f"| {t} | {p['ppl']:.1f} |" if p else f"| {t} | – |")
+        L[-1] += (f" {r['wer']:.2f} | {ci(r)} | {rel(r['wer'], base_wer) if base_wer and t else '–'} "
+                  f"| {sig(r) if t else '–'} |")
+    L.append("")
+
+
+def plot_curve(out: str, row: str, curve: list, data: str = "") -> None:
+    """OUT/fl_curve.png: dev perplexity (left) and WER with its bootstrap interval (right) against the round."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 2, figsize=(10, 3.8))
+    pts = [(t, p["ppl"]) for t, _, p in curve if p]
+    if pts:
+        axes[0].plot([t for t, _ in pts], [v for _, v in pts], "o-", color="tab:blue")
+    axes[0].set_xlabel("FL round t (0 = pre-trained NNLM)")
+    axes[0].set_ylabel("dev perplexity")
+    ts = [t for t, _, _ in curve]
+    ws = [r["wer"] for _, r, _ in curve]
+    lo = [r["wer"] - (r.get("bootstrap") or {}).get("wer_low", r["wer"]) for _, r, _ in curve]
+    hi = [(r.get("bootstrap") or {}).get("wer_high", r["wer"]) - r["wer"] for _, r, _ in curve]
+    axes[1].errorbar(ts, ws, yerr=[lo, hi], fmt="o-", color="tab:blue", capsize=3)
+    axes[1].axhline(ws[0], color="tab:gray", ls="--", lw=0.8)
+    axes[1].set_xlabel("FL round t (0 = pre-trained NNLM)")
+    axes[1].set_ylabel("dev WER % (95% bootstrap interval)")
+    fig.suptitle(f"Training curve of {LABELS.get(row, row)}", fontsize=10)
+    if data:
+        fig.text(0.01, 0.005, f"Data: {data}.", fontsize=7)
+        fig.tight_layout(rect=(0, 0.04, 1, 1))
+    else:
+        fig.tight_layout()
+    fig.savefig(os.path.join(out, "fl_curve.png"), dpi=110)
+    plt.close(fig)
 
 
 def _history_epsilon(out: str, name: str) -> str | None:
