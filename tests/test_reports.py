@@ -234,3 +234,10 @@ def test_fl_report_runtime_parts_lower_bound(tmp_path):
     os.utime(out / "runs" / "pretrained" / "hyp.txt.key", (t, t))
     assert fl.main(_fl_args(out)) == 0
     assert "LOWER BOUND" in (out / "results.md").read_text()
+
+
+def test_runtime_parts_of_one_command(tmp_path):
+    (tmp_path / "runtime.tsv").write_text(f"300\t{int(time.time()) - 400}\tbin/x A B\n7\t{int(time.time())}\tbin/x A B\n")
+    text = common.runtime_paragraph(str(tmp_path), 7, "**/*.key", "ignored")
+    assert text == ("Made by `bin/x A B`, in 2 invocations, each reusing what the earlier ones had cached: 300 s + 7 s. "
+                    "Run time 307 s = 5 min 7 s, the sum of the 2 parts (OUT/runtime.tsv).")

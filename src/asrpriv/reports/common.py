@@ -124,6 +124,10 @@ def runtime_paragraph(out: str, seconds: int | float, artefacts: str, command: s
     if len(parts) == 1:
         text = (f"Made by `{parts[0][2]}`. Run time {total} s = {hms(total)} (one invocation, measured by the "
                 "recipe; OUT/runtime.tsv)")
+    elif len({p[2] for p in parts}) == 1:
+        text = (f"Made by `{parts[0][2]}`, in {len(parts)} invocations, each reusing what the earlier ones had "
+                f"cached: " + " + ".join(f"{p[0]} s" for p in parts)
+                + f". Run time {total} s = {hms(total)}, the sum of the {len(parts)} parts (OUT/runtime.tsv)")
     else:
         listed = "; ".join(
             f"({i}) `{cmd}`: {secs} s" + (f", started {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime(t0))}"

@@ -104,7 +104,8 @@ def dp_interval(reports: list[dict]) -> str:
     t = t_interval(ws)
     if t is None:
         return f"bootstrap {env} (1 draw)"
-    return f"t [{t[0]:.2f}, {t[1]:.2f}]; bootstrap {env}"
+    same = " (the draws agree)" if len(set(ws)) == 1 else ""
+    return f"t [{t[0]:.2f}, {t[1]:.2f}]{same}; bootstrap {env}"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -305,6 +306,7 @@ def _short_table(L: list[str], a, short: dict, names: list[str], settings: list,
                 "4-word segments)" if ami else "")
              + ": a length slice of conversation, not voice commands. No PPL column (the perplexity is of the "
              "whole evaluation set, Table 2). 001's numbers (its Table 3) are beside ours for orientation.")
+    names = [n for n in names if n in short or n in PAPER_T3]     # not-run rows only where 001 has a number
     table(f"Table 3 (short utterances): the evaluation utterances of at most {k} reference words", names,
           PAPER_T3, short, with_ppl=False, paper_base=PAPER_T3["pretrained"][1], intro=intro)
     rows = []
@@ -389,6 +391,9 @@ def plot_curve(out: str, row: str, curve: list, data: str = "") -> None:
     axes[1].axhline(ws[0], color="tab:gray", ls="--", lw=0.8)
     axes[1].set_xlabel("FL round t (0 = pre-trained NNLM)")
     axes[1].set_ylabel("dev WER % (95% bootstrap interval)")
+    from matplotlib.ticker import MaxNLocator
+    for ax in axes:
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     fig.suptitle(f"Training curve of {LABELS.get(row, row)}", fontsize=10)
     if data:
         fig.text(0.01, 0.005, f"Data: {data}.", fontsize=7)
