@@ -93,7 +93,7 @@ def _table_rows(text: str, heading: str) -> list[list[str]]:
     return body
 
 
-@pytest.mark.slow  # about 9 minutes on the shared, loaded 2 cores: the whole --reduced mode
+@pytest.mark.slow  # the whole --reduced mode: 17.6 min at nice 19 on the loaded 2 cores
 def test_fl_recipe_reduced_every_row_has_an_interval(tmp_path):
     out = tmp_path / "out"
     env = _env()
