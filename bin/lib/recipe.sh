@@ -7,11 +7,45 @@
 # Help: the recipe's header comment (from line 2 to the first line that is not a comment) is
 # its --help: what it runs, the DATA_DIR layout, options and every environment knob.
 
-recipe_init() {  # recipe_init NAME: RECIPE, HERE, START; PYTHONHASHSEED=0
+recipe_init() {  # recipe_init NAME [ARG...]: RECIPE, HERE, START, RECIPE_COMMAND; PYTHONHASHSEED=0
   RECIPE=$1
+  shift
   HERE=$(cd "$(dirname "$0")" && pwd)
   START=$(date +%s)
+  RECIPE_COMMAND=$(recipe_command "$@")
   export PYTHONHASHSEED=0
+}
+
+# ------------------------------------------------------------------ run time of a run made in parts
+# Each invocation appends 'seconds<TAB>command' to OUT/runtime.tsv; the report lists every part
+# and their sum (asrpriv.reports.common.run_time), so a run resumed from its cached artefacts is
+# timed as the sum of its parts, and a cached rerun never passes its few seconds off as the cost.
+recipe_command() {  # recipe_command ARG...: the knobs set in the environment, then bin/NAME ARG...
+  local line knob value out=""
+  # the knobs are the NAME= lines of the header comment (the --help text)
+  while IFS= read -r line; do
+    case "$line" in
+      "#!"*) continue ;;
+      "#"*) ;;
+      *) break ;;
+    esac
+    [[ $line =~ ^#[[:space:]]+([A-Z][A-Z0-9_]*)= ]] || continue
+    knob=${BASH_REMATCH[1]}
+    [ "$knob" != PYTHON ] && [ -n "${!knob+x}" ] || continue   # (the interpreter changes no number)
+    value=${!knob}
+    case "$value" in *[!A-Za-z0-9_.,:/+=@-]*|"") value="\"$value\"" ;; esac
+    case " $out" in *" $knob="*) ;; *) out+="$knob=$value " ;; esac
+  done < "$0"
+  local args=""
+  [ $# -eq 0 ] || args=$(printf ' %s' "$@")
+  printf '%sbin/%s%s\n' "$out" "$RECIPE" "$args"
+}
+recipe_runtime_begin() {  # recipe_runtime_begin ARTEFACT: OUT holds ARTEFACT from before runtime.tsv was kept
+  [ -e "$OUT/runtime.tsv" ] || [ ! -e "$1" ] || \
+    printf '0\t%s\n' "(earlier invocations, made before $RECIPE kept runtime.tsv: not timed)" >> "$OUT/runtime.tsv"
+}
+recipe_runtime_record() {  # this invocation's wall time so far and its command, appended to OUT/runtime.tsv
+  printf '%s\t%s\n' "$(( $(date +%s) - START ))" "$RECIPE_COMMAND" >> "$OUT/runtime.tsv"
 }
 
 recipe_help() {  # the header comment, to stderr; exit 0

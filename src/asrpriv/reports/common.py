@@ -47,20 +47,68 @@ def data_paragraph(data_dir: str | None) -> str:
     return text
 
 
+RUNTIME_FILE = "runtime.tsv"   # OUT/runtime.tsv: one 'seconds<TAB>command' line per invocation
+
+
+def read_runtime(out: str) -> list[tuple[int, str]]:
+    """The invocations recorded in OUT/runtime.tsv, oldest first: (seconds, command).
+
+    A recipe appends one line per invocation (bin/lib/recipe.sh: recipe_runtime_record), so a
+    run split into parts, each resuming from the cached artefacts of the earlier ones, is timed
+    as the sum of its parts. Lines that are not 'seconds<TAB>command' are skipped.
+    """
+    path = os.path.join(out, RUNTIME_FILE)
+    parts: list[tuple[int, str]] = []
+    if not os.path.exists(path):
+        return parts
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            seconds, tab, command = line.rstrip("\n").partition("\t")
+            if tab and seconds.strip().isdigit():
+                parts.append((int(seconds), command.strip()))
+    return parts
+
+
+def _duration(seconds: int) -> str:
+    return f"{seconds:,} s = {seconds // 60} min {seconds % 60} s"
+
+
 def run_time(seconds: int | float, out: str, artefacts: str, started: float | None = None) -> str:
     """The run-time sentence of a recipe's report.
 
-    SECONDS is this invocation's wall time. ARTEFACTS is a glob (relative to OUT) of files that
-    each mark one computed artefact (e.g. 'runs/*/run.key'); those older than this invocation's
-    start were reused from a cache made by an earlier run, and then the sentence says so instead
-    of passing SECONDS off as the cost of the computation.
+    With OUT/runtime.tsv (the recipe appends 'seconds<TAB>command' per invocation, this one
+    last) the sentence lists every invocation into OUT and their summed time: the cost of a run
+    made in parts. A line whose command starts with '(' marks invocations made before the file
+    was kept (their time is unknown: the sum is then a lower bound).
+
+    Without it: SECONDS is this invocation's wall time. ARTEFACTS is a glob (relative to OUT) of
+    files that each mark one computed artefact (e.g. 'runs/*/run.key'); those older than this
+    invocation's start were reused from a cache made by an earlier run, and then the sentence
+    says so instead of passing SECONDS off as the cost of the computation.
     """
     seconds = int(seconds)
+    parts = read_runtime(out)
+    untimed = [c for _s, c in parts if c.startswith("(")]
+    timed = [(s, c) for s, c in parts if not c.startswith("(")]
+    if len(timed) > 1 or (timed and untimed):
+        total = sum(s for s, _c in timed)
+        listed = "; ".join(f"part {k}: {s:,} s `{c}`" for k, (s, c) in enumerate(timed, 1))
+        text = (f"Run time {_duration(total)} in all: the sum of the {len(timed)} invocations into "
+                f"this OUT_DIR ({RUNTIME_FILE}; each later part resumed from the cached artefacts of "
+                f"the earlier ones, measured by the recipe): {listed}")
+        if untimed:
+            text += ("; plus earlier invocations made before the recipe kept runtime.tsv, whose time "
+                     "is not known, so this sum is a lower bound")
+        return text
+    if timed:
+        seconds, command = timed[0]
+        text = f"Run time {_duration(seconds)} (`{command}`, measured by the recipe)"
+    else:
+        text = f"Run time {_duration(seconds)} (this invocation, measured by the recipe)"
     start = (time.time() if started is None else started) - seconds - 2
     files = [p for p in glob.glob(os.path.join(out, artefacts)) if os.path.isfile(p)]
     reused = [p for p in files if os.path.getmtime(p) < start]
-    text = f"Run time {seconds} s = {seconds // 60} min {seconds % 60} s (this invocation, measured by the recipe)"
-    if files and reused:
+    if (files and reused) or untimed:
         text += (f"; {len(reused)} of {len(files)} artefacts were reused from the cache of an earlier "
                  "invocation, so this is NOT the cost of the computation (see that run's log)")
     return text
