@@ -62,6 +62,8 @@ def test_fmp_report_labels_data_and_cache(tmp_path):
     assert "Run time 4 s" in text and "9 of 9 artefacts were reused from the cache" in text
     # three draws reported as three, each DP row against the no-DP row
     assert "vs FMP no DP (mean of 3 draws)" in text and "0 of 3 draws significant vs FMP no DP" in text
+    # with the draws' paired differences: their mean and the union of their intervals
+    assert "(mean of 3 draws); diff +0.20 pts [-0.30, +0.70] (union of the draws' intervals)" in text
     assert (out / "wer_vs_epsilon.png").stat().st_size > 1000
 
 
