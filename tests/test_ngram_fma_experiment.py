@@ -4,11 +4,16 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+from _table_helpers import dp_rows_with_few_draws, is_dp_row, rows_without_interval, table_rows
+from asrpriv.reports.common import DATA_NAME
 from conftest import AMI, ROOT
 
 
@@ -50,3 +55,28 @@ def test_ngram_fma_experiment_tiny_slice(tmp_path):
     assert any(ln.startswith("#privacy_history=") for ln in header) and "#seeded=1" in header
     ppl = json.loads((out / "runs" / "mixture" / "ppl.json").read_text())
     assert 1 < ppl["ppl"] < 5000
+
+
+@pytest.mark.slow
+@pytest.mark.xfail(reason="issue 29: the recipe's table has MAPSSWE but no intervals and one noise draw "
+                   "per DP row, and does not name its data (its report, heredoc Python in "
+                   "bin/ngram-fma-experiment, is another helper's); remove this mark when it does",
+                   strict=False)
+def test_reduced_form_states_its_uncertainty(tmp_path):
+    """Issue 29's check on `bin/ngram-fma-experiment --reduced` with its own defaults (secure noise):
+    every table row has a 95% interval, every DP row >= 3 noise draws, the data is named."""
+    env = dict(os.environ)
+    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env['PATH']}"
+    env["PYTHON"] = sys.executable
+    script = ROOT / "bin" / "ngram-fma-experiment"
+    for knob in set(re.findall(r"^#\s+([A-Z][A-Z0-9_]*)=", script.read_text(), re.M)) - {"PYTHON"}:
+        env.pop(knob, None)                                   # the recipe's defaults, not the caller's
+    out = tmp_path / "out"
+    proc = subprocess.run(["bash", str(script), "--reduced", str(AMI), str(out)],
+                          capture_output=True, text=True, env=env, timeout=3600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    results = (out / "results.md").read_text()
+    assert any(is_dp_row(r) for r in table_rows(results))
+    assert DATA_NAME in results
+    assert not rows_without_interval(results), rows_without_interval(results)[:3]
+    assert not dp_rows_with_few_draws(results, 3), dp_rows_with_few_draws(results, 3)[:3]

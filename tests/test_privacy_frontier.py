@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from _table_helpers import dp_rows_with_few_draws, is_dp_row, rows_without_interval, table_rows
 from conftest import AMI, ROOT
 from asrpriv.reports import frontier
 
@@ -114,7 +115,15 @@ def test_privacy_frontier_reduced(tmp_path):
     rows = _check_frontier(out)
     assert len(rows) == 3 + 2 + 2 + 2          # inf per method; 2 epsilons (Laplace) x 2, 2 z values
     md = (out / "frontier.md").read_text()
-    assert md in proc.stdout and "bin/privacy-frontier --reduced" in md and "Run time" in md
+    assert md in proc.stdout and "bin/privacy-frontier --reduced" in md
+    # every row of frontier.md's tables has its 95% interval; DP-FMP and DP-FedAdam rows >= 3 draws
+    # (the FMA rows' draws are in frontier.tsv, checked above)
+    assert not rows_without_interval(md), rows_without_interval(md)
+    assert len([r for r in table_rows(md) if is_dp_row(r)]) == 4 and not dp_rows_with_few_draws(md, 3)
+    # the run time: one 'seconds<TAB>command' line per invocation in runtime.tsv, named in frontier.md
+    (seconds, command), = [line.split("\t") for line in (out / "runtime.tsv").read_text().splitlines()]
+    assert command.endswith(f"bin/privacy-frontier --reduced {AMI} {out}")
+    assert f"Run time {int(seconds):,} s" in md and f"`{command}`" in md
     assert (out / "frontier.png").stat().st_size > 1000
     # every point scored on the same evaluation utterances
     words = {json.loads(p.read_text())["ref_words"] for p in (out / "points").glob("*/*/d*/wer.json")}

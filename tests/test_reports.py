@@ -62,6 +62,8 @@ def test_fmp_report_labels_data_and_cache(tmp_path):
     assert "Run time 4 s" in text and "9 of 9 artefacts were reused from the cache" in text
     # three draws reported as three, each DP row against the no-DP row
     assert "vs FMP no DP (mean of 3 draws)" in text and "0 of 3 draws significant vs FMP no DP" in text
+    # with the draws' paired differences: their mean and the union of their intervals
+    assert "(mean of 3 draws); diff +0.20 pts [-0.30, +0.70] (union of the draws' intervals)" in text
     assert (out / "wer_vs_epsilon.png").stat().st_size > 1000
 
 
@@ -75,6 +77,26 @@ def test_fmp_report_fresh_run_and_unknown_data(tmp_path):
     assert f"the N-best lists in {other} (origin not recorded" in text and NAME not in text
     assert fmp.main(_fmp_args(out, None)) == 0
     assert "data not named" in (out / "results.md").read_text()
+
+
+def test_run_time_lists_every_part_and_their_sum(tmp_path):
+    """A run made in parts (each resuming from the cache) is timed as the sum of its parts."""
+    (tmp_path / "runtime.tsv").write_text("2546\tbin/fmp-experiment examples/data/ami out\n"
+                                          "4\tSIGMAS=1 bin/fmp-experiment examples/data/ami out\n")
+    text = common.run_time(4, str(tmp_path), "runs/*/run.key")
+    assert text.startswith("Run time 2,550 s = 42 min 30 s in all: the sum of the 2 invocations")
+    assert "part 1: 2,546 s `bin/fmp-experiment examples/data/ami out`" in text
+    assert "part 2: 4 s `SIGMAS=1 bin/fmp-experiment examples/data/ami out`" in text
+    assert "lower bound" not in text and "NOT the cost" not in text
+    # artefacts from before the recipe kept runtime.tsv: the sum is a lower bound
+    (tmp_path / "runtime.tsv").write_text("0\t(earlier invocations, not timed)\n4\tbin/x a b\n9\tbin/x a b\n")
+    text = common.run_time(9, str(tmp_path), "runs/*/run.key")
+    assert "Run time 13 s = 0 min 13 s in all" in text and "lower bound" in text
+    # one recorded invocation: its time and command; a line that is not 'seconds<TAB>command' is skipped
+    (tmp_path / "runtime.tsv").write_text("665\tbin/privacy-frontier --reduced D O\nnot a line\n")
+    assert common.read_runtime(str(tmp_path)) == [(665, None, "bin/privacy-frontier --reduced D O")]
+    assert common.run_time(665, str(tmp_path), "x/*") == (
+        "Run time 665 s = 11 min 5 s (`bin/privacy-frontier --reduced D O`, measured by the recipe)")
 
 
 def test_epsilon_rounded_once():
@@ -241,3 +263,39 @@ def test_runtime_parts_of_one_command(tmp_path):
     text = common.runtime_paragraph(str(tmp_path), 7, "**/*.key", "ignored")
     assert text == ("Made by `bin/x A B`, in 2 invocations, each reusing what the earlier ones had cached: 300 s + 7 s. "
                     "Run time 307 s = 5 min 7 s, the sum of the 2 parts (OUT/runtime.tsv).")
+
+def test_sanitized_report_tests_the_best_system_claim(tmp_path):
+    """Table 5's mixtures are compared with the single model of lowest WER (issue 29: the paper's
+    'best system' claim was measured only against the weak LSTM)."""
+    from asrpriv.reports import sanitized_lm
+
+    refs = [line.split() for line in (AMI / "dev" / "ref.txt").read_text().splitlines() if line.strip()]
+    out = tmp_path / "out"
+    for d in ("split", "lm", "eval"):
+        (out / d).mkdir(parents=True)
+    (out / "split" / "split.json").write_text(json.dumps({"words": 1000, "train": 800, "heldout": 50, "adapt12": 100}))
+    (out / "settings.key").write_text("top=0\n")
+    (out / "lm" / "T5_M1+M2.json").write_text(json.dumps({"weights": [0.6, 0.4]}))
+    # M2_sanitized: every reference (the best single model); the others drop words
+    drops = {"M1_original": 1, "M1_sanitized": 2, "M2_original": 1, "M2_sanitized": 0, "T5_M1+M2": 1}
+    for name, drop in drops.items():
+        (out / "lm" / f"{name}.sys").write_text("x\ny\nz\n")
+        cut = [min(drop * (i % 3), len(r) - 1) for i, r in enumerate(refs)]   # 0, 1 or 2 x drop words
+        hyps = [r[:len(r) - c] for r, c in zip(refs, cut)]
+        (out / "eval" / f"{name}.best.txt").write_text("\n".join(" ".join(h) for h in hyps) + "\n")
+        n = sum(len(r) - 1 for r in refs)
+        dropped = sum(cut)
+        (out / "eval" / f"{name}.wer.json").write_text(json.dumps({"wer": 100.0 * dropped / n}))
+        (out / "eval" / f"{name}.ppl.json").write_text(json.dumps({"ppl": 100.0, "oov_rate": 0.01}))
+        (out / "eval" / f"{name}.perword.tsv").write_text(
+            "utt_id\tposition\tln_p\n" + "".join(f"{r[0]}\t{p}\t-2.0\n" for r in refs for p in range(1, len(r))))
+    args = [str(AMI), str(out), "0", "17", "0.1", "0.1", "1", "5", "--arch lstm", "0", "--train-only output", "12"]
+    assert sanitized_lm.main(args) == 0
+    text = (out / "results.md").read_text()
+    assert "the single model of Tables 2-4 with the lowest dev WER (M2_sanitized, 0.00%)" in text
+    row = next(line for line in text.splitlines() if line.startswith("| M1 + M2, EM weights"))
+    assert "(vs M2_original / M2_sanitized / M2_sanitized)" in row
+    # the mixture drops words: worse than the best single model, significantly
+    assert row.split("|")[-4].strip().startswith("+") and row.split("|")[-4].strip().endswith("*")
+    saved = json.loads((out / "eval" / "T5_M1+M2.vs.M2_sanitized.json").read_text())["compare"]
+    assert saved["test"] == "mapsswe" and saved["significant"] and saved["wer_b"] == 0.0

@@ -6,14 +6,19 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
+from _table_helpers import rows_without_interval
+from asrpriv.reports.common import DATA_NAME
 from conftest import AMI, ROOT
 
 
-@pytest.mark.slow
-def test_experiment_writes_every_table(tmp_path):
+@pytest.fixture(scope="module")
+def reduced_run(tmp_path_factory) -> Path:
+    """One `--reduced` run (12 and 20% adaptation sets, two betas) shared by the tests below."""
+    tmp_path = tmp_path_factory.mktemp("sanitized")
     shim = tmp_path / "bin"
     shim.mkdir()
     (shim / "asrpriv").write_text(f"#!/bin/sh\nexec {sys.executable} -m asrpriv \"$@\"\n")
@@ -23,6 +28,12 @@ def test_experiment_writes_every_table(tmp_path):
     out = tmp_path / "out"
     subprocess.run([str(ROOT / "bin" / "sanitized-lm-experiment"), "--reduced", str(AMI), str(out)],
                    check=True, env=env, capture_output=True)
+    return out
+
+
+@pytest.mark.slow
+def test_experiment_writes_every_table(reduced_run):
+    out = reduced_run
     text = (out / "results.md").read_text()
     rows = [l for l in text.splitlines() if l.startswith("| M")]
     # Table 2: 4 kinds x 2; Table 3: 3 FMA kinds x 2 fractions + M4 on the first; Table 4: M1/M2 x 2
@@ -43,3 +54,15 @@ def test_experiment_writes_every_table(tmp_path):
     assert len(oov) == 1
     weights = json.loads((out / "lm" / "T5_M1+M2+M4.json").read_text())["weights"]
     assert len(weights) == 3 and abs(sum(weights) - 1) < 1e-9
+
+
+@pytest.mark.slow
+@pytest.mark.xfail(reason="issue 29: the report's rows carry a MAPSSWE test but no interval yet (the "
+                   "recipe's scoring, bin/sanitized-lm-experiment, is another helper's); remove this "
+                   "mark when score-wer --bootstrap reaches its table", strict=False)
+def test_reduced_form_every_row_has_an_interval(reduced_run):
+    """Issue 29's check on the reduced form: every table row has a 95% interval (this recipe has no
+    DP rows: its sanitization is seeded and declared NOT private)."""
+    text = (reduced_run / "results.md").read_text()
+    assert "Tables 2-5" in text and DATA_NAME in text
+    assert not rows_without_interval(text), rows_without_interval(text)[:3]

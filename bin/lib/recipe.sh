@@ -113,6 +113,11 @@ recipe_runtime_record() {  # recipe_runtime_record [STATUS]: append this invocat
   printf '%s\t%s\t%s\n' "$(( $(date +%s) - START ))" "$START" "${COMMAND:-bin/$RECIPE}$note" >> "$OUT/runtime.tsv"
 }
 
+recipe_runtime_begin() {  # recipe_runtime_begin ARTEFACT: OUT holds ARTEFACT from before runtime.tsv was kept
+  [ -e "$OUT/runtime.tsv" ] || [ ! -e "$1" ] || \
+    printf '0\t%s\n' "(earlier invocations, made before $RECIPE kept runtime.tsv: not timed)" >> "$OUT/runtime.tsv"
+}
+
 log() { printf '[%4ds] %s\n' $(( $(date +%s) - START )) "$*" >&2; }
 die() { echo "$RECIPE: $*" >&2; exit 2; }
 

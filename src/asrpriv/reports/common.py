@@ -47,20 +47,49 @@ def data_paragraph(data_dir: str | None) -> str:
     return text
 
 
+RUNTIME_FILE = "runtime.tsv"   # OUT/runtime.tsv: one 'seconds<TAB>start<TAB>command' line per invocation
+
+
+def _duration(seconds: int) -> str:
+    return f"{seconds:,} s = {seconds // 60} min {seconds % 60} s"
+
+
 def run_time(seconds: int | float, out: str, artefacts: str, started: float | None = None) -> str:
     """The run-time sentence of a recipe's report.
 
-    SECONDS is this invocation's wall time. ARTEFACTS is a glob (relative to OUT) of files that
-    each mark one computed artefact (e.g. 'runs/*/run.key'); those older than this invocation's
-    start were reused from a cache made by an earlier run, and then the sentence says so instead
-    of passing SECONDS off as the cost of the computation.
+    With OUT/runtime.tsv (the recipe appends 'seconds<TAB>command' per invocation, this one
+    last) the sentence lists every invocation into OUT and their summed time: the cost of a run
+    made in parts. A line whose command starts with '(' marks invocations made before the file
+    was kept (their time is unknown: the sum is then a lower bound).
+
+    Without it: SECONDS is this invocation's wall time. ARTEFACTS is a glob (relative to OUT) of
+    files that each mark one computed artefact (e.g. 'runs/*/run.key'); those older than this
+    invocation's start were reused from a cache made by an earlier run, and then the sentence
+    says so instead of passing SECONDS off as the cost of the computation.
     """
     seconds = int(seconds)
+    parts = read_runtime(out)
+    untimed = [c for _s, _t, c in parts if c.startswith("(")]
+    timed = [(s, c) for s, _t, c in parts if not c.startswith("(")]
+    if len(timed) > 1 or (timed and untimed):
+        total = sum(s for s, _c in timed)
+        listed = "; ".join(f"part {k}: {s:,} s `{c}`" for k, (s, c) in enumerate(timed, 1))
+        text = (f"Run time {_duration(total)} in all: the sum of the {len(timed)} invocations into "
+                f"this OUT_DIR ({RUNTIME_FILE}; each later part resumed from the cached artefacts of "
+                f"the earlier ones, measured by the recipe): {listed}")
+        if untimed:
+            text += ("; plus earlier invocations made before the recipe kept runtime.tsv, whose time "
+                     "is not known, so this sum is a lower bound")
+        return text
+    if timed:
+        seconds, command = timed[0]
+        text = f"Run time {_duration(seconds)} (`{command}`, measured by the recipe)"
+    else:
+        text = f"Run time {_duration(seconds)} (this invocation, measured by the recipe)"
     start = (time.time() if started is None else started) - seconds - 2
     files = [p for p in glob.glob(os.path.join(out, artefacts), recursive=True) if os.path.isfile(p)]
     reused = [p for p in files if os.path.getmtime(p) < start]
-    text = f"Run time {seconds} s = {seconds // 60} min {seconds % 60} s (this invocation, measured by the recipe)"
-    if files and reused:
+    if (files and reused) or untimed:
         text += (f"; {len(reused)} of {len(files)} artefacts were reused from the cache of an earlier "
                  "invocation, so this is NOT the cost of the computation (see that run's log)")
     return text
@@ -75,7 +104,7 @@ def read_runtime(out: str) -> list[tuple[int, int | None, str]]:
     """The parts of OUT/runtime.tsv (recipe_runtime in bin/lib/recipe.sh): one line per invocation,
     ``seconds<TAB>start (epoch seconds)<TAB>command`` (or ``seconds<TAB>command``, e.g. a part
     added by hand); lines that do not start with a number are skipped."""
-    path = os.path.join(out, "runtime.tsv")
+    path = os.path.join(out, RUNTIME_FILE)
     parts: list[tuple[int, int | None, str]] = []
     if not os.path.exists(path):
         return parts

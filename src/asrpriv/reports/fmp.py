@@ -115,6 +115,12 @@ def dp_row(label: str, draws: list[dict], base: float | None, base_name: str, pa
     lows, highs = zip(*(_interval(d) for d in draws))
     spread = f" [{min(lows):.2f}, {max(highs):.2f}]" + (f" (draws {min(wers):.2f}–{max(wers):.2f})" if len(wers) > 1 else "")
     cell = f"{rel(mean, base)} vs {base_name} (mean of {len(wers)} draws)" if base else ""
+    diffs = [d["bootstrap"] for d in draws if (d.get("bootstrap") or {}).get("diff") is not None]
+    if cell and len(diffs) == len(draws):
+        # the draws' paired differences: their mean, and the union of their 95% intervals
+        cell += (f"; diff {sum(b['diff'] for b in diffs) / len(diffs):+.2f} pts "
+                 f"[{min(b['diff_low'] for b in diffs):+.2f}, {max(b['diff_high'] for b in diffs):+.2f}] "
+                 "(union of the draws' intervals)")
     comps = [d["compare"] for d in draws if d.get("compare")]
     significant = sum(1 for c in comps if c["significant"])
     sig_cell = (f"{significant} of {len(comps)} draws significant vs {base_name} (p "
