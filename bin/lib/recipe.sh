@@ -60,6 +60,41 @@ recipe_require() {  # recipe_require FILE...: each must exist (the layout of DAT
   command -v asrpriv >/dev/null || { echo "$RECIPE: asrpriv is not on PATH" >&2; exit 2; }
 }
 
+# ------------------------------------------------------------------ knobs, the command line, run time
+# knob NAME DEFAULT reads an environment knob; the report's command line names every knob whose
+# value differs from this mode's default (KNOBS_SET), so the results file gives the exact command.
+KNOBS_SET=""
+knob() {  # knob NAME DEFAULT: NAME from the environment (empty = unset), else DEFAULT
+  local name=$1 default=$2 value
+  value=${!1:-}
+  [ -n "$value" ] || value=$default
+  printf -v "$name" '%s' "$value"
+  [ "$value" = "$default" ] || KNOBS_SET+="$name=$(shell_quote "$value") "
+}
+shell_quote() {  # a word as the shell reads it back: bare when safe, else in single quotes
+  case $1 in
+    ""|*[!A-Za-z0-9_./:=,+@%-]*) printf "'%s'" "${1//\'/\'\\\'\'}" ;;
+    *) printf '%s' "$1" ;;
+  esac
+}
+# A result made in parts (a rerun that reuses the cached artefacts of earlier invocations) costs
+# the sum of its invocations: each appends 'seconds<TAB>started (UTC)<TAB>command' to
+# OUT/runtime.tsv; one that stops early (error, signal) appends its line marked [stopped: exit N].
+RUNTIME_CMD=""
+RUNTIME_DONE=0
+runtime_record() {  # runtime_record [NOTE]: this invocation's line of OUT/runtime.tsv (once)
+  [ "$RUNTIME_DONE" = 0 ] && [ -n "$RUNTIME_CMD" ] && [ -d "$OUT" ] || return 0
+  RUNTIME_DONE=1
+  [ -s "$OUT/runtime.tsv" ] || printf 'seconds\tstarted\tcommand\n' > "$OUT/runtime.tsv"
+  printf '%s\t%s\t%s%s\n' $(( $(date +%s) - START )) "$(date -u -d "@$START" +%FT%TZ)" "$RUNTIME_CMD" \
+    "${1:+ [$1]}" >> "$OUT/runtime.tsv"
+}
+runtime_start() {  # runtime_start COMMAND: record this invocation's time at its end, whatever the end
+  RUNTIME_CMD=$1
+  trap 'runtime_exit $?' EXIT
+}
+runtime_exit() { if [ "$1" = 0 ]; then runtime_record; else runtime_record "stopped: exit $1"; fi; }
+
 log() { printf '[%4ds] %s\n' $(( $(date +%s) - START )) "$*" >&2; }
 die() { echo "$RECIPE: $*" >&2; exit 2; }
 
