@@ -66,6 +66,70 @@ def run_time(seconds: int | float, out: str, artefacts: str, started: float | No
     return text
 
 
+def fmt_duration(seconds: int | float) -> str:
+    """'7384 s = 2 h 3 min 4 s' (minutes and seconds only under an hour)."""
+    seconds = int(seconds)
+    h, rest = divmod(seconds, 3600)
+    m, s = divmod(rest, 60)
+    return f"{seconds} s = " + (f"{h} h {m} min {s} s" if h else f"{m} min {s} s")
+
+
+def read_runtime(path: str | None) -> list[dict]:
+    """The invocations recorded in a recipe's OUT/runtime.tsv ('seconds<TAB>started<TAB>command'
+    lines after a header, one per invocation, appended by recipe.sh's runtime_record)."""
+    if not path or not os.path.exists(path):
+        return []
+    parts = []
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            fields = line.rstrip("\n").split("\t", 2)
+            if len(fields) == 3 and fields[0].isdigit():
+                parts.append({"seconds": int(fields[0]), "started": fields[1], "command": fields[2]})
+    return parts
+
+
+def _epoch(started: str) -> float | None:
+    from datetime import datetime
+
+    try:
+        return datetime.fromisoformat(started.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return None
+
+
+def made_by(parts: list[dict], out: str, artefacts: str = "**/*.key") -> str:
+    """The command(s) and run time of a result made by one or several invocations of its recipe.
+
+    PARTS are :func:`read_runtime`'s lines: one invocation gives 'Made by `CMD`' and its time;
+    several (a rerun that reused what earlier ones left in the cache) are listed, each with its
+    time, and the run time is their sum. ARTEFACTS (a recursive glob relative to OUT, the
+    artefacts' key files by default) finds artefacts older than the first recorded invocation:
+    made by an invocation that recorded no time, so the sum leaves it out, and the text says so.
+    """
+    total = sum(p["seconds"] for p in parts)
+    if len(parts) == 1:
+        p = parts[0]
+        text = (f"Made by `{p['command']}` (started {p['started']}). Run time {fmt_duration(total)} "
+                "(measured by the recipe).")
+    else:
+        text = (f"Made in {len(parts)} invocations, each reusing what the earlier ones left in the "
+                "cache (a reused artefact is computed once, by the invocation that made it):\n\n" +
+                "\n".join(f"{i}. `{p['command']}` (started {p['started']}): {fmt_duration(p['seconds'])}"
+                          for i, p in enumerate(parts, 1)) +
+                f"\n\nRun time, summed over the {len(parts)} invocations: {fmt_duration(total)} "
+                "(each measured by the recipe).")
+    first = _epoch(parts[0]["started"]) if parts else None
+    if first is not None:
+        files = [p for p in glob.glob(os.path.join(out, artefacts), recursive=True) if os.path.isfile(p)]
+        older = sorted(p for p in files if os.path.getmtime(p) < first - 2)
+        if older:
+            names = ", ".join(f"`{os.path.relpath(p, out)}`" for p in older[:3])
+            text += (f" {len(older)} of {len(files)} artefacts (e.g. {names}) are older than the first "
+                     "recorded invocation: an invocation that recorded no run time made them, and the "
+                     "sum leaves its time out.")
+    return text
+
+
 def fmt_eps(value: float) -> str:
     """Epsilon rounded once, to 4 significant digits (privacy-report's own text precision)."""
     return f"{value:.4g}"
