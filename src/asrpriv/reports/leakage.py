@@ -102,7 +102,7 @@ def tests_paragraph(reports: list[dict]) -> str:
     n = " or ".join(str(p) for p in perms) or "–"
     smallest = " or ".join(f"{1 / (p + 1):.3g}" for p in perms) or "–"
     nr = " or ".join(str(p) for p in ranks) or "–"
-    partial = any(not r.get("permutation") for r in reports)
+    partial = any(not r.get("permutation") or (r.get("rank") and "permutation" not in r["rank"]) for r in reports)
     return (f"**Tests** (one-sided; each p-value is the add-one estimate (1 + #{{permutations at least as extreme}}) / "
             f"(N + 1), so the smallest possible is 1 / (N + 1) = {smallest}). Purity and pure clusters: a "
             f"permutation test with N = {n} permutations (seed {', '.join(seeds)}): the clusters held fixed, the "
