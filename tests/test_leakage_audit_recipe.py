@@ -90,7 +90,7 @@ def test_leakage_audit_tiny_slice(tmp_path):
     assert noisy["items"] == 24
 
 
-@pytest.mark.slow  # ~5-10 minutes on the shared 2 cores: about 50 processes that import torch and sklearn
+@pytest.mark.slow  # ~10 minutes on 2 idle cores (23 under nice on 2 busy ones): ~50 processes that import torch
 def test_leakage_audit_reduced_every_row_has_its_test(tmp_path):
     out = tmp_path / "out"
     env = _env()

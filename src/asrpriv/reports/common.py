@@ -118,8 +118,9 @@ def made_by(parts: list[dict], out: str, artefacts: str = "**/*.key") -> str:
                           for i, p in enumerate(parts, 1)) +
                 f"\n\nRun time, summed over the {len(parts)} invocations: {fmt_duration(total)} "
                 "(each measured by the recipe).")
-    first = _epoch(parts[0]["started"]) if parts else None
-    if first is not None:
+    starts = [t for t in (_epoch(p["started"]) for p in parts) if t is not None]
+    if starts:
+        first = min(starts)
         files = [p for p in glob.glob(os.path.join(out, artefacts), recursive=True) if os.path.isfile(p)]
         older = sorted(p for p in files if os.path.getmtime(p) < first - 2)
         if older:
