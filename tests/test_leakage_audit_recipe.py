@@ -1,30 +1,75 @@
-"""bin/leakage-audit (paper 004's audit, issue 18) end to end on a tiny slice of AMI."""
+"""bin/leakage-audit (paper 004's audit, issue 18) end to end on a tiny slice of AMI and in its
+reduced mode, and its report (asrpriv.reports.leakage) on a small synthetic layout: every table
+row carries its permutation p-values and intervals (issue 29), the exact command and the run time."""
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
+import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 from conftest import AMI, ROOT
 
+NAME = "AMI text synthesized by flite, decoded by pocketsphinx 5.1.1 (synthetic speech)"
+P_VALUE = re.compile(r"\(p [0-9][0-9.e-]*[;)]")
+RANK_CELL = re.compile(r"[0-9.]+ \[[0-9.]+, [0-9.]+\], p [0-9][0-9.e-]* \(chance [0-9.]+\)")
 
-@pytest.mark.slow  # ~2-4 minutes on the shared 2 cores: about 15 processes that import torch and sklearn
-def test_leakage_audit_tiny_slice(tmp_path):
-    out = tmp_path / "out"
+
+def table_rows(text: str) -> list[tuple[str, str]]:
+    """(header, row) of every data row of every Markdown table in TEXT."""
+    lines = text.splitlines()
+    rows = []
+    for n, line in enumerate(lines):
+        if line.startswith("|---"):
+            header = lines[n - 1]
+            for row in lines[n + 1:]:
+                if not row.startswith("|"):
+                    break
+                rows.append((header, row))
+    return rows
+
+
+def assert_every_row_tested(text: str, tables: int = 4) -> None:
+    """Every table row carries a p-value; the rank columns a bootstrap interval and a p-value."""
+    rows = table_rows(text)
+    assert len({h for h, _ in rows}) == tables, {h for h, _ in rows}
+    for header, row in rows:
+        assert P_VALUE.search(row), row
+        assert "(no test)" not in row, row
+        if "mean speaker rank" in header:
+            assert RANK_CELL.search(row), row
+    assert "permutation test with N = " in text and "bootstrap 95% interval over speakers" in text
+
+
+def _env() -> dict:
     env = dict(os.environ)
     env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env['PATH']}"
     env["PYTHONPATH"] = f"{ROOT / 'src'}{os.pathsep}{env.get('PYTHONPATH', '')}"
     env["PYTHON"] = sys.executable
     env.setdefault("OMP_NUM_THREADS", "1")
-    proc = subprocess.run(["bash", str(ROOT / "bin" / "leakage-audit"), "--tiny", str(AMI), str(out)],
-                          capture_output=True, text=True, env=env, timeout=600)
+    return env
+
+
+def _run(mode: str, out: Path, env: dict, timeout: int) -> subprocess.CompletedProcess:
+    proc = subprocess.run(["bash", str(ROOT / "bin" / "leakage-audit"), mode, str(AMI), str(out)],
+                          capture_output=True, text=True, env=env, timeout=timeout)
     assert proc.returncode == 0, proc.stderr[-3000:]
+    return proc
+
+
+@pytest.mark.slow  # ~2-4 minutes on the shared 2 cores: about 15 processes that import torch and sklearn
+def test_leakage_audit_tiny_slice(tmp_path):
+    out = tmp_path / "out"
+    proc = _run("--tiny", out, _env(), 600)
     results = (out / "results.md").read_text()
     assert results in proc.stdout
+    assert_every_row_tested(results)
     for needle in ("Tables 4.8 / 4.9", "Method 2 (constrained)", "Table 4.12", "gender grouping", "leakage against DP noise",
                    "epsilon = 1", "z = 1"):
         assert needle in results, needle
@@ -43,3 +88,101 @@ def test_leakage_audit_tiny_slice(tmp_path):
     # the noised deltas carry their Gaussian release
     noisy = json.loads((out / "audit" / "dp-z1" / "constrained" / "report.json").read_text())
     assert noisy["items"] == 24
+
+
+@pytest.mark.slow  # ~10 minutes on 2 idle cores (23 under nice on 2 busy ones): ~50 processes that import torch
+def test_leakage_audit_reduced_every_row_has_its_test(tmp_path):
+    out = tmp_path / "out"
+    env = _env()
+    env["PERMUTATIONS"] = "199"
+    env.pop("SEED", None)
+    _run("--reduced", out, env, 1800)
+    results = (out / "results.md").read_text()
+    assert NAME in results and "uses the AMI transcripts (text)" in results
+    assert_every_row_tested(results)
+    assert "N = 199 permutations" in results and "smallest possible is 1 / (N + 1) = 0.005" in results
+    # the exact command: the knobs that differ from --reduced's defaults, and the run time
+    command = f"PYTHON={sys.executable} PERMUTATIONS=199 bin/leakage-audit --reduced {AMI} {out}"
+    assert f"Made by `{command}`" in results and "Run time " in results
+    assert "permutations=199" in (out / "audit" / "e1-emb.key").read_text()
+    rep = json.loads((out / "audit" / "dp-z1" / "constrained" / "report.json").read_text())
+    assert rep["permutation"]["permutations"] == 199 and rep["rank"]["permutation"]["permutations"] == 199
+    # a second invocation reuses everything and is listed as a second part, the times summed
+    proc = _run("--reduced", out, env, 600)
+    assert "cluster-weights:" not in proc.stderr
+    results = (out / "results.md").read_text()
+    parts = (out / "runtime.tsv").read_text().splitlines()[1:]
+    assert len(parts) == 2 and all(p.split("\t")[2] == command for p in parts)
+    total = sum(int(p.split("\t")[0]) for p in parts)
+    assert "Made in 2 invocations" in results and f"summed over the 2 invocations: {total} s" in results
+    assert_every_row_tested(results)
+
+
+def test_leakage_report_on_a_synthetic_layout(tmp_path):
+    """The report on real cluster-weights reports of planted items, in the recipe's layout, made
+    in two recorded parts after an unrecorded one: every row tested, the parts listed and summed."""
+    from asrpriv.audit.run import AuditRequest, run_audit
+    from asrpriv.reports import leakage
+
+    rng = np.random.default_rng(0)
+    items = tmp_path / "items"
+    items.mkdir()
+    rows = ["item\tspeaker\tgender\tmeeting"]
+    files = []
+    centres = rng.normal(size=(8, 12))
+    for i in range(32):
+        spk = f"{'FM'[(i // 4) % 2]}spk{i // 4}"
+        np.save(items / f"{spk}_{i % 4}.npy", (centres[i // 4] + 0.5 * rng.normal(size=12)).astype(np.float32))
+        files.append(str(items / f"{spk}_{i % 4}.npy"))
+        rows.append(f"{spk}_{i % 4}\t{spk}\t{spk[0]}\tm{i // 8}")
+    (items / "labels.tsv").write_text("\n".join(rows) + "\n")
+    request = lambda **kw: AuditRequest(inputs=files, labels_path=str(items / "labels.tsv"), seed=1,  # noqa: E731
+                                        permutations=99, **kw)
+    made = {
+        "constrained": run_audit(request(method="constrained", size=4, rank_label="speaker", rank_distractors=9,
+                                         probe_labels=["gender"], probe_groups="speaker"))["report"],
+        "divisive": run_audit(request(method="divisive", size=4))["report"],
+        "random": run_audit(request(method="random", size=4))["report"],
+        "kmeans2": run_audit(request(method="kmeans", clusters=2))["report"],
+        "ward2": run_audit(request(method="ward", clusters=2))["report"],
+    }
+    out = tmp_path / "out"
+    names = ["e1-emb", "e1-all", "dp-z0", "dp-z1", "counts-clean", "counts-eps1"]
+    for name in names:
+        for method, report in made.items():
+            if method != "constrained" and not name.startswith("e1-"):
+                continue
+            (out / "audit" / name / method).mkdir(parents=True)
+            (out / "audit" / name / method / "report.json").write_text(json.dumps(report))
+        (out / "audit" / f"{name}.key").write_text("audit ...\n")
+    old = time.time() - 7200                  # made by an invocation that recorded no run time
+    (out / "deltas-e1.key").write_text("deltas ...\n")
+    os.utime(out / "deltas-e1.key", (old, old))
+    started = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() - 600))
+    (out / "runtime.tsv").write_text("seconds\tstarted\tcommand\n"
+                                     f"3700\t{started}\tPERMUTATIONS=99 bin/leakage-audit --reduced D O\n"
+                                     f"65\t{started}\tPERMUTATIONS=99 bin/leakage-audit --reduced D O\n")
+    args = ["--data", str(AMI), "--mode", "reduced", "--epochs", "1", "--layers", "emb=embedding.* all=*",
+            "--z", "1", "--clip", "0.5", "--audit-epoch", "1", "--epsilons", "1", "--max-l1", "15",
+            "--nnlm-args", "--arch lstm", "--seconds", "65", "--command", "X", str(out)]
+    assert leakage.main(args) == 0
+    text = (out / "results.md").read_text()
+    assert NAME in text and "uses the AMI transcripts (text)" in text
+    assert_every_row_tested(text)
+    assert "N = 99 permutations (seed 1)" in text and "1 / (N + 1) = 0.01" in text
+    # the DP table: no clip, clip only, z = 1, counts clean, epsilon = 1
+    dp = [row for header, row in table_rows(text) if header.startswith("| Shared artefact")]
+    assert len(dp) == 5 and all(RANK_CELL.search(row) for row in dp)
+    # the parts, their sum, and the artefact older than both
+    assert "Made in 2 invocations" in text and text.count("`PERMUTATIONS=99 bin/leakage-audit --reduced D O`") == 2
+    assert "summed over the 2 invocations: 3765 s = 1 h 2 min 45 s" in text
+    assert "are older than the first recorded invocation" in text and "`deltas-e1.key`" in text
+    assert (out / "leakage_vs_noise.png").stat().st_size > 1000
+    # one recorded invocation: 'Made by' that command; none: the command passed, this invocation's time
+    (out / "runtime.tsv").write_text(f"seconds\tstarted\tcommand\n65\t{started}\tbin/leakage-audit D O\n")
+    assert leakage.main(args) == 0
+    text = (out / "results.md").read_text()
+    assert "Made by `bin/leakage-audit D O` (started " in text and "Run time 65 s = 1 min 5 s" in text
+    (out / "runtime.tsv").unlink()
+    assert leakage.main(args) == 0
+    assert "Made by `X` (mode reduced). Run time 65 s" in (out / "results.md").read_text()

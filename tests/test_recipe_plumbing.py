@@ -31,8 +31,10 @@ def test_bin_holds_no_awk_and_no_python_c():
 
 
 def _knobs(script: str) -> set[str]:
-    """Environment variables the script reads with a default: ${NAME:-..}, ${NAME-..}, ${NAME:+..}."""
-    return set(re.findall(r"\$\{([A-Z][A-Z0-9_]*)(?::-|-|:\+)", script)) - {"PYTHONHASHSEED"}
+    """Environment variables the script reads with a default: ${NAME:-..}, ${NAME-..}, ${NAME:+..},
+    or through recipe.sh's ``knob NAME DEFAULT``."""
+    return (set(re.findall(r"\$\{([A-Z][A-Z0-9_]*)(?::-|-|:\+)", script)) |
+            set(re.findall(r"(?:^|[;\s])knob ([A-Z][A-Z0-9_]*) ", script, re.M))) - {"PYTHONHASHSEED"}
 
 
 @pytest.mark.parametrize("recipe", RECIPES)
@@ -63,6 +65,30 @@ def test_recipe_missing_out_dir_is_one_line(recipe, tmp_path):
                           capture_output=True, text=True, timeout=30)
     assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1
     assert "unknown option --no-such-option" in proc.stderr
+
+
+def test_knob_command_line_and_runtime_record(tmp_path):
+    """recipe.sh's knob (the command line names the knobs that differ from the defaults, quoted so
+    the shell reads them back) and recipe_runtime (one line per invocation, also when it fails)."""
+    lib = BIN / "lib" / "recipe.sh"
+    out = tmp_path / "out"
+    out.mkdir()
+    script = (f"set -euo pipefail; . {lib}; recipe_init t; OUT={out}; "
+              "knob A 'x y'; knob B 1; knob C 2; knob D ''; "
+              "COMMAND=\"${KNOBS_SET}bin/t $OUT\"; recipe_runtime; "
+              "printf '%s\\n' \"$KNOBS_SET\"; eval \"$KNOBS_SET true\"; "
+              "[ \"$1\" = ok ] || exit 3; recipe_runtime_record 0; recipe_runtime_record 0")
+    env = {"PATH": "/usr/bin:/bin", "B": "it's 2", "C": "2", "D": ""}
+    ok = subprocess.run(["bash", "-c", script, "_", "ok"], capture_output=True, text=True, env=env, timeout=30)
+    assert ok.returncode == 0, ok.stderr
+    assert ok.stdout.strip() == "B='it'\\''s 2'"
+    failed = subprocess.run(["bash", "-c", script, "_", "no"], capture_output=True, text=True, env=env, timeout=30)
+    assert failed.returncode == 3
+    lines = (out / "runtime.tsv").read_text().splitlines()
+    assert len(lines) == 2
+    first, second = (line.split("\t") for line in lines)
+    assert first[0].isdigit() and first[1].isdigit() and first[2] == f"B='it'\\''s 2' bin/t {out}"
+    assert second[2] == f"B='it'\\''s 2' bin/t {out} [stopped: exit 3]"
 
 
 def test_cache_changes_names_what_changed(tmp_path):

@@ -118,6 +118,17 @@ recipe_runtime_begin() {  # recipe_runtime_begin ARTEFACT: OUT holds ARTEFACT fr
     printf '0\t%s\n' "(earlier invocations, made before $RECIPE kept runtime.tsv: not timed)" >> "$OUT/runtime.tsv"
 }
 
+# knob NAME DEFAULT reads an environment knob; the report's command line names every knob whose
+# value differs from this mode's default (KNOBS_SET), so the results file gives the exact command.
+KNOBS_SET=""
+knob() {  # knob NAME DEFAULT: NAME from the environment (empty = unset), else DEFAULT
+  local name=$1 default=$2 value
+  value=${!1:-}
+  [ -n "$value" ] || value=$default
+  printf -v "$name" '%s' "$value"
+  [ "$value" = "$default" ] || KNOBS_SET+="$name=$(recipe_quote "$value") "
+}
+
 log() { printf '[%4ds] %s\n' $(( $(date +%s) - START )) "$*" >&2; }
 die() { echo "$RECIPE: $*" >&2; exit 2; }
 

@@ -29,6 +29,9 @@ class AuditRequest:
     color_label: str | None = None
     memory_budget: int = 1 << 30
     allow_seeded: bool = False
+    #: permutation tests of purity / pure clusters / entropy and of the mean rank, and bootstrap
+    #: resamples of the mean rank's interval (asrpriv.audit.permutation); 0 = off
+    permutations: int = 999
 
 
 def read_labels(path: str) -> tuple[list[str], dict[str, list[str]]]:
@@ -126,6 +129,11 @@ def run_audit(request: AuditRequest, progress=None) -> dict:
         # what the report reveals is what its items reveal (privacy-report reads this)
         "privacy_state": state_to_json(privacy),
     }
+    if request.permutations:
+        from asrpriv.audit.permutation import cluster_tests
+
+        report["permutation"] = cluster_tests(assignment, labels, columns, request.permutations,
+                                              request.seed)
     small = [col for col in columns if len(set(labels[col])) <= 5]
     if small:
         report["confusion"] = {col: {str(c): row for c, row in
@@ -140,6 +148,12 @@ def run_audit(request: AuditRequest, progress=None) -> dict:
         except ValueError as err:
             raise AsrprivError(f"--rank-label {request.rank_label}: {err}") from None
         report["rank"] = {"label": request.rank_label, **result.as_dict()}
+        if request.permutations:
+            from asrpriv.audit.permutation import rank_tests
+
+            report["rank"].update(rank_tests(distances, labels[request.rank_label], result.mean_rank,
+                                             result.per_class, request.permutations, request.seed,
+                                             request.rank_distractors, request.rank_repeats))
     if request.probe_labels:
         from asrpriv.audit.probe import linear_probe
 
@@ -198,15 +212,35 @@ def markdown_report(report: dict) -> str:
              + (f", layer `{report['layer']}`" if report.get("layer") else "") + f"); "
              f"{report['clusters']} clusters. Entropy in bits (log base 2), 004 Eq. 4.3-4.5.", "",
              "| label | clusters | pure clusters | purity | entropy |", "|---|---|---|---|---|"]
+    perm = report.get("permutation")
     for col, s in report["labels"].items():
-        lines.append(f"| {col} | {s['clusters']} | {s['pure_clusters']} | {s['purity']:.3f} | "
-                     f"{s['entropy']:.3f} |")
+        t = (perm or {}).get("labels", {}).get(col)
+        pure, purity, entropy = str(s["pure_clusters"]), f"{s['purity']:.3f}", f"{s['entropy']:.3f}"
+        if t:
+            u = t["purity"]
+            pure += f" (p {fmt_p(t['pure_clusters']['p'])})"
+            purity += (f" (p {fmt_p(u['p'])}; null {u['null_mean']:.3f} "
+                       f"[{u['null_95'][0]:.3f}, {u['null_95'][1]:.3f}])")
+            entropy += f" (p {fmt_p(t['entropy']['p'])})"
+        lines.append(f"| {col} | {s['clusters']} | {pure} | {purity} | {entropy} |")
+    if perm:
+        lines += ["", f"p: one-sided {perm['test']}; N = {perm['permutations']} permutations "
+                      f"(seed {perm['seed']}); null: the permutations' mean purity and central 95% range."]
     lines += ["", "Cluster sizes: " + ", ".join(f"{k}: {v}" for k, v in report["sizes"].items()), ""]
     if "rank" in report:
         r = report["rank"]
+        extra = ""
+        if "permutation" in r:
+            q = r["permutation"]
+            lo, hi = r["bootstrap_ci95"]
+            extra = (f" Bootstrap 95% interval [{lo:.2f}, {hi:.2f}] ({r['bootstrap_resamples']} resamples of "
+                     f"the classes); permutation p {fmt_p(q['p'])} (null mean {q['null_mean']:.2f} "
+                     f"[{q['null_95'][0]:.2f}, {q['null_95'][1]:.2f}], {q['permutations']} permutations of "
+                     f"the labels, the test rerun on the same distances).")
         lines += [f"Speaker-identification rank test (004 §4.5) on `{r['label']}`: mean rank "
                   f"**{r['mean_rank']:.2f}** over {r['classes']} classes ({r['distractors']} "
-                  f"distractors, {r['repeats']} repeats; chance {r['chance_rank']:.1f}, perfect 1.0).", ""]
+                  f"distractors, {r['repeats']} repeats; chance {r['chance_rank']:.1f}, perfect 1.0)."
+                  + extra, ""]
     for col, p in report.get("probe", {}).items():
         auc = (f", AUC {p['auc']:.3f} [{p['auc_ci'][0]:.3f}, {p['auc_ci'][1]:.3f}]"
                if p.get("auc") is not None and p.get("auc_ci") else "")
@@ -223,6 +257,11 @@ def markdown_report(report: dict) -> str:
             lines.append(f"| {cluster} | " + " | ".join(str(row[c]) for c in classes) + " |")
         lines.append("")
     return "\n".join(lines)
+
+
+def fmt_p(p: float) -> str:
+    """A p-value in 3 significant digits (the add-one estimate is never 0)."""
+    return f"{p:.3g}"
 
 
 def _dendrogram(result: dict, color_label: str, path: str) -> None:

@@ -36,6 +36,13 @@ METHODS = ("ward", "divisive", "constrained", "random", "kmeans")
 @click.option("--probe-groups", default=None, metavar="COL",
               help="Keep items with the same value of COL (e.g. speaker) in the same fold.")
 @click.option("--probe-folds", type=click.IntRange(min=2), default=5, show_default=True)
+@click.option("--permutations", type=click.IntRange(min=0), default=999, show_default=True,
+              metavar="N",
+              help="Permutation tests: purity, pure clusters and entropy of every label column "
+                   "against N permutations of the labels over the items (the clusters fixed), and "
+                   "the rank test's mean rank against N permutations of --rank-label (the test "
+                   "rerun on the same distances), add-one p-values; plus a bootstrap 95% interval "
+                   "of the mean rank over classes (N resamples). Seeded by --seed. 0 = off.")
 @click.option("--color-label", default=None, metavar="COL",
               help="Label column that colours the dendrogram's leaves [the first].")
 @click.option("--memory", "memory_mb", type=click.IntRange(min=16), default=1024, show_default=True,
@@ -50,7 +57,7 @@ METHODS = ("ward", "divisive", "constrained", "random", "kmeans")
 @common_options
 def cluster_weights(inputs, labels_path, method, layer, clusters, size, epsilon, rank_label,
                     rank_distractors, rank_repeats, probe_labels, probe_groups, probe_folds,
-                    color_label, memory_mb, out_dir, seed, allow_seeded=False):
+                    permutations, color_label, memory_mb, out_dir, seed, allow_seeded=False):
     """Audit what shared artifacts reveal about who made them (paper 004 §4.3-4.6).
 
     FILE... are model or delta files (one vector per file: the --layer parameters), counts
@@ -59,8 +66,9 @@ def cluster_weights(inputs, labels_path, method, layer, clusters, size, epsilon,
 
     Pairwise Euclidean distances come from a centred Gram matrix accumulated block by block
     (memory ~ items^2, not items x dimensions). Reports purity and entropy (bits) per label
-    column, the number of pure clusters and the size histogram; optionally the rank test and
-    a linear probe (accuracy and AUC with 95% intervals).
+    column, the number of pure clusters and the size histogram, each with a permutation
+    p-value (--permutations); optionally the rank test (with a permutation p-value and a
+    bootstrap interval) and a linear probe (accuracy and AUC with 95% intervals).
     """
     from asrpriv.audit.run import AuditRequest, cluster_weights as run
     from asrpriv.commands.options import info
@@ -72,7 +80,7 @@ def cluster_weights(inputs, labels_path, method, layer, clusters, size, epsilon,
                            rank_repeats=rank_repeats, probe_labels=list(probe_labels),
                            probe_groups=probe_groups, probe_folds=probe_folds,
                            color_label=color_label, memory_budget=memory_mb << 20,
-                           allow_seeded=allow_seeded)
+                           allow_seeded=allow_seeded, permutations=permutations)
     with Progress("dims") as bar:
         result = run(request, out_dir, progress=bar.update)
     report = result["report"]

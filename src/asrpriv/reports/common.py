@@ -117,12 +117,23 @@ def read_runtime(out: str) -> list[tuple[int, int | None, str]]:
                 continue
             start = None
             if len(fields) >= 3:
-                try:
-                    start = int(float(fields[1]))
-                except ValueError:
-                    start = None
+                start = _epoch(fields[1])
             parts.append((seconds, start, fields[-1] if len(fields) > 1 else ""))
     return parts
+
+
+def _epoch(started: str) -> int | None:
+    """A part's start: epoch seconds, or an ISO 8601 UTC time ('2026-11-27T13:25:40Z')."""
+    try:
+        return int(float(started))
+    except ValueError:
+        pass
+    from datetime import datetime
+
+    try:
+        return int(datetime.fromisoformat(started.replace("Z", "+00:00")).timestamp())
+    except ValueError:
+        return None
 
 
 def hms(seconds: int) -> str:

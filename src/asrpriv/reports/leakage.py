@@ -15,7 +15,7 @@ import argparse
 import json
 import os
 
-from asrpriv.reports.common import data_name, data_paragraph, run_time
+from asrpriv.reports.common import data_name, data_paragraph, runtime_paragraph
 
 # 004 Tables 4.8 (case 1: talk) and 4.9 (case 2: speaker): (pure clusters, purity, entropy);
 # its epochs 0 and 2 are our epochs 1 and 3 (004 counts from 0)
@@ -37,11 +37,37 @@ def load(out: str, name: str, method: str) -> dict | None:
         return json.load(f)
 
 
+NO_TEST = "(no test)"
+
+
+def fmt_p(p: float) -> str:
+    return f"p {p:.3g}"
+
+
+def tests(r: dict | None, col: str) -> dict | None:
+    """The permutation tests of label column COL in one report.json (cluster-weights --permutations)."""
+    return (((r or {}).get("permutation") or {}).get("labels") or {}).get(col)
+
+
+def pure_cell(r: dict, col: str, of: bool = True) -> str:
+    s, t = r["labels"][col], tests(r, col)
+    text = f"{s['pure_clusters']} of {s['clusters']}" if of else f"{s['pure_clusters']}"
+    return text + (f" ({fmt_p(t['pure_clusters']['p'])})" if t else f" {NO_TEST}")
+
+
+def purity_cell(r: dict, col: str) -> str:
+    s, t = r["labels"][col], tests(r, col)
+    if not t:
+        return f"{s['purity']:.3f} {NO_TEST}"
+    u = t["purity"]
+    return (f"{s['purity']:.3f} ({fmt_p(u['p'])}; null {u['null_mean']:.3f} "
+            f"[{u['null_95'][0]:.3f}, {u['null_95'][1]:.3f}])")
+
+
 def pe(r: dict | None, col: str) -> str:
     if not r:
         return "– | – | –"
-    s = r["labels"][col]
-    return f"{s['pure_clusters']} of {s['clusters']} | {s['purity']:.3f} | {s['entropy']:.2f}"
+    return f"{pure_cell(r, col)} | {purity_cell(r, col)} | {r['labels'][col]['entropy']:.2f}"
 
 
 def probe(r: dict | None, col: str = "gender") -> str:
@@ -55,14 +81,46 @@ def probe(r: dict | None, col: str = "gender") -> str:
 
 def rank(r: dict | None) -> str:
     k = (r or {}).get("rank")
-    return f"{k['mean_rank']:.2f} (chance {k['chance_rank']:.1f})" if k else "–"
+    if not k:
+        return "–"
+    if "permutation" not in k:
+        return f"{k['mean_rank']:.2f} {NO_TEST} (chance {k['chance_rank']:.1f})"
+    lo, hi = k["bootstrap_ci95"]
+    return (f"{k['mean_rank']:.2f} [{lo:.2f}, {hi:.2f}], {fmt_p(k['permutation']['p'])} "
+            f"(chance {k['chance_rank']:.1f})")
+
+
+def tests_paragraph(reports: list[dict]) -> str:
+    """Which tests stand beside the numbers, and with how many permutations."""
+    perms = sorted({r["permutation"]["permutations"] for r in reports if r.get("permutation")})
+    seeds = sorted({str(r["permutation"]["seed"]) for r in reports if r.get("permutation")})
+    ranks = sorted({r["rank"]["permutation"]["permutations"] for r in reports
+                    if (r.get("rank") or {}).get("permutation")})
+    if not perms and not ranks:
+        return ("**Tests.** No permutation tests: these audits were made without them (PERMUTATIONS=0 or an "
+                "older asrpriv); the probe's intervals are Wilson (accuracy) and bootstrap (AUC) 95% intervals.\n")
+    n = " or ".join(str(p) for p in perms) or "–"
+    smallest = " or ".join(f"{1 / (p + 1):.3g}" for p in perms) or "–"
+    nr = " or ".join(str(p) for p in ranks) or "–"
+    partial = any(not r.get("permutation") or (r.get("rank") and "permutation" not in r["rank"]) for r in reports)
+    return (f"**Tests** (one-sided; each p-value is the add-one estimate (1 + #{{permutations at least as extreme}}) / "
+            f"(N + 1), so the smallest possible is 1 / (N + 1) = {smallest}). Purity and pure clusters: a "
+            f"permutation test with N = {n} permutations (seed {', '.join(seeds)}): the clusters held fixed, the "
+            "label column (speaker, main meeting or gender) permuted over the items; *null* is the permutations' "
+            "mean purity and central 95% range, what clusters of these sizes give by chance. Mean speaker rank: "
+            f"a percentile bootstrap 95% interval over speakers ({nr} resamples; each speaker's query gives one "
+            f"per-speaker mean rank) and a permutation test with N = {nr} permutations: the speaker labels permuted "
+            "over the items and the whole rank test rerun (random pairs and distractors) on the same distances. "
+            "Gender probe: accuracy with a Wilson 95% interval, AUC with a bootstrap 95% interval over items (1,000 "
+            "resamples). The p-values are per cell, not corrected for the number of cells."
+            + (f" {NO_TEST}: that audit was made without permutation tests." if partial else "") + "\n")
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="leakage-report")
     ap.add_argument("--data", default=None, help="DATA_DIR of the run (named from its SOURCE.txt)")
     for opt in ("mode", "epochs", "layers", "z", "clip", "audit-epoch", "epsilons", "max-l1", "nnlm-args",
-                "noise-seeded", "seconds"):
+                "noise-seeded", "seconds", "command"):
         ap.add_argument("--" + opt, default="")
     ap.add_argument("out")
     a = ap.parse_args(argv)
@@ -74,7 +132,9 @@ def main(argv: list[str] | None = None) -> int:
     L = ["# Leakage audit of shared model updates (paper 004 §4.3-4.6)\n"]
     L.append(data_paragraph(a.data) + " The audit itself uses the AMI transcripts (text), not the synthetic "
              "speech's recognizer output.\n")
-    L.append(f"Made by `bin/leakage-audit` (mode {a.mode}; {run_time(int(a.seconds or 0), out, 'audit/*/*/report.json')}). **What differs from 004**: 004 fine-tuned "
+    L.append(f"Mode {a.mode}. " + runtime_paragraph(out, int(a.seconds or 0), "audit/*/*/report.json",
+                                                    a.command or "bin/leakage-audit") + "\n")
+    L.append("**What differs from 004**: 004 fine-tuned "
              "acoustic models (5 layers) on TED talks, 2,745 items (4 sub-talks per talk, ~700 speakers); here each "
              f"item is a quarter of one AMI meeting speaker's transcribed words, and the model is a word-level NNLM "
              f"(`{a.nnlm_args}`) pre-trained on the non-scenario meetings and fine-tuned per item with the client-001 "
@@ -85,9 +145,12 @@ def main(argv: list[str] | None = None) -> int:
              "Entropy in bits.\n")
     if any_report:
         L.append(f"{any_report['items']} items. Layers: " + ", ".join(f"`{p}`" for p in a.layers.split()) + ".\n")
+    every = [r for r in (load(out, name, method) for name in names(out) for method in METHOD) if r]
+    if every:
+        L.append(tests_paragraph(every))
 
     L.append("## Tables 4.8 / 4.9: fixed-size clustering (size 4), first layer (embedding)\n")
-    L.append("| Method | epoch | speaker: pure | purity | entropy | main meeting: pure | purity | entropy "
+    L.append("| Method | epoch | speaker: pure (p) | purity (p; null) | entropy | main meeting: pure (p) | purity (p; null) | entropy "
              "| 004 case 1 (pure, purity, entropy) | 004 case 2 |")
     L.append("|---|---|---|---|---|---|---|---|---|---|")
     first = layers[0]
@@ -102,7 +165,8 @@ def main(argv: list[str] | None = None) -> int:
              "clusters.\n")
 
     L.append("## Tables 4.11 / 4.12: per layer (Method 2) and the speaker rank test\n")
-    L.append("| Layer | epoch | clusters | pure (speaker) | % pure | mean speaker rank | gender probe (speaker-grouped CV) |")
+    L.append("| Layer | epoch | clusters | pure (speaker; p) | % pure | mean speaker rank [95% CI], p "
+             "| gender probe (speaker-grouped CV) [95% CI] |")
     L.append("|---|---|---|---|---|---|---|")
     for l in layers:
         for e in epochs:
@@ -111,23 +175,25 @@ def main(argv: list[str] | None = None) -> int:
                 L.append(f"| {l} | {e} | – | – | – | – | – |")
                 continue
             s = r["labels"]["speaker"]
-            L.append(f"| {l} | {e} | {s['clusters']} | {s['pure_clusters']} | {100.0 * s['pure_clusters'] / s['clusters']:.1f} "
-                     f"| {rank(r)} | {probe(r)} |")
+            L.append(f"| {l} | {e} | {s['clusters']} | {pure_cell(r, 'speaker', of=False)} "
+                     f"| {100.0 * s['pure_clusters'] / s['clusters']:.1f} | {rank(r)} | {probe(r)} |")
     L.append("\n004 Table 4.12 (mean rank, 49 distractors, epoch 0 / 2): " +
              "; ".join(f"layer {k}: {v[0]} / {v[1]}" for k, v in P412.items()) +
              ". 004 Table 4.11 (% pure, Method 2, layers 1-4): 62.5-67.3%.\n")
 
     L.append("## Tables 4.14 / 4.15: gender grouping (k = 2)\n")
-    L.append("| Layer | epoch | k-means purity | entropy | Ward purity | entropy | 004 layer 0 k-means | 004 layer 0 agglomerative |")
+    L.append("| Layer | epoch | k-means purity (p; null) | entropy | Ward purity (p; null) | entropy | 004 layer 0 k-means "
+             "| 004 layer 0 agglomerative |")
     L.append("|---|---|---|---|---|---|---|---|")
     for l in layers:
         for e in epochs:
             km, wd = load(out, f"e{e}-{l}", "kmeans2"), load(out, f"e{e}-{l}", "ward2")
-            cell = lambda r: f"{r['labels']['gender']['purity']:.3f} | {r['labels']['gender']['entropy']:.2f}" if r else "– | –"  # noqa: E731
+            cell = lambda r: f"{purity_cell(r, 'gender')} | {r['labels']['gender']['entropy']:.2f}" if r else "– | –"  # noqa: E731
             pk, pw = P414.get(("kmeans2", e)), P414.get(("ward2", e))
             L.append(f"| {l} | {e} | {cell(km)} | {cell(wd)} | {'%s / %s' % pk if pk and l == first else '–'} "
                      f"| {'%s / %s' % pw if pw and l == first else '–'} |")
-    L.append("\nGender purity's floor is the majority share of the items (here balanced, 0.5); 004's was 0.72.\n")
+    L.append("\nGender purity's floor is the majority share of the items (here balanced, 0.5; the *null* is the chance "
+             "level of clusters of these sizes, a little above it); 004's was 0.72.\n")
 
     L.append("## New: leakage against DP noise (no paper has this table)\n")
     L.append(f"Deltas after epoch {a.audit_epoch}, all parameters: each clipped to L2 norm C = {a.clip} and given "
@@ -135,7 +201,8 @@ def main(argv: list[str] | None = None) -> int:
              "amplification); z = 0 is clipping alone. Counts: each item's unigram counts with a per-utterance L1 "
              f"bound of {a.max_l1} words, discrete Laplace noise at epsilon per utterance (add-noise, every word of the "
              "public pre-training vocabulary noised)." + (" **Noise seeded: not private.**" if a.noise_seeded else "") + "\n")
-    L.append("| Shared artefact | noise | speaker purity (Method 2) | pure clusters | mean speaker rank | gender probe |")
+    L.append("| Shared artefact | noise | speaker purity (Method 2; p; null) | pure clusters (p) "
+             "| mean speaker rank [95% CI], p | gender probe [95% CI] |")
     L.append("|---|---|---|---|---|---|")
     rows = ([("deltas, no clip", "none", f"e{a.audit_epoch}-all")] if "all" in layers else []) + \
         [("deltas, clipped", f"z = {z}" if z != "0" else "clip only", f"dp-z{z}") for z in ["0"] + a.z.split()] + \
@@ -146,10 +213,10 @@ def main(argv: list[str] | None = None) -> int:
         if not r:
             L.append(f"| {what} | {noise} | – | – | – | – |")
             continue
-        s = r["labels"]["speaker"]
-        L.append(f"| {what} | {noise} | {s['purity']:.3f} | {s['pure_clusters']} of {s['clusters']} | {rank(r)} | {probe(r)} |")
+        L.append(f"| {what} | {noise} | {purity_cell(r, 'speaker')} | {pure_cell(r, 'speaker')} | {rank(r)} | {probe(r)} |")
         points.append((what, noise, r))
-    L.append("\nRandom clustering gives the purity floor (see the Random row above); chance rank = (distractors + 2) / 2. "
+    L.append("\nRandom clustering gives the purity floor (see the Random row above), and each purity's *null* is its own "
+             "clustering's chance level; chance rank = (distractors + 2) / 2. "
              "A probe AUC *below* 0.5 with an interval below 0.5 is not signal: with speaker-grouped folds on a balanced "
              "set, holding out one speaker's items tilts the training set towards the other gender, so a probe that "
              "learned nothing predicts the held-out gender wrongly (read such rows as chance).\n")
@@ -157,6 +224,14 @@ def main(argv: list[str] | None = None) -> int:
         f.write("\n".join(L))
     plot(out, points, data_name(a.data))
     return 0
+
+
+def names(out: str) -> list[str]:
+    """The audits under OUT/audit (complete ones: not NAME.tmp)."""
+    base = os.path.join(out, "audit")
+    if not os.path.isdir(base):
+        return []
+    return sorted(d for d in os.listdir(base) if os.path.isdir(os.path.join(base, d)) and not d.endswith(".tmp"))
 
 
 def plot(out: str, points: list, data: str = "") -> None:
@@ -169,12 +244,16 @@ def plot(out: str, points: list, data: str = "") -> None:
     fig, axes = plt.subplots(1, 2, figsize=(10, 3.8))
     labels = [f"{w}\n{n}" for w, n, _ in points]
     xs = range(len(points))
-    axes[0].bar(xs, [r["rank"]["mean_rank"] if r.get("rank") else 0 for _, _, r in points], color="tab:blue")
+    means = [r["rank"]["mean_rank"] if r.get("rank") else 0 for _, _, r in points]
+    cis = [(r.get("rank") or {}).get("bootstrap_ci95") for _, _, r in points]
+    rank_err = [[max(0.0, m - c[0]) if c else 0 for m, c in zip(means, cis)],
+                [max(0.0, c[1] - m) if c else 0 for m, c in zip(means, cis)]]
+    axes[0].bar(xs, means, yerr=rank_err, color="tab:blue", capsize=3)
     chance = next((r["rank"]["chance_rank"] for _, _, r in points if r.get("rank")), None)
     if chance:
         axes[0].axhline(chance, color="gray", ls="--", lw=0.8, label="chance")
         axes[0].legend()
-    axes[0].set_ylabel("mean speaker rank (lower = more leakage)")
+    axes[0].set_ylabel("mean speaker rank (95% CI; lower = more leakage)")
     aucs = [((r.get("probe") or {}).get("gender") or {}).get("auc") for _, _, r in points]
     lo = [((r.get("probe") or {}).get("gender") or {}).get("auc_ci") for _, _, r in points]
     ys = [a if a is not None else 0 for a in aucs]
