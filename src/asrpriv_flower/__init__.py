@@ -22,3 +22,15 @@ See docs/FLOWER.md.
 """
 
 from __future__ import annotations
+
+
+def require_flower(step: str) -> None:
+    """Raise a one-line AsrprivError unless flwr and Ray can be imported (the Flower steps'
+    entries call it first)."""
+    from asrpriv.errors import AsrprivError
+
+    try:
+        import flwr  # noqa: F401
+        import ray  # noqa: F401
+    except ImportError:
+        raise AsrprivError(f"{step} needs Flower (flwr with Ray): pip install 'asrpriv[flower]'") from None
