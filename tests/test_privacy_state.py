@@ -364,3 +364,19 @@ def test_edited_model_history_contradicted_by_its_round_record(models, tmp_path)
     torch.save(payload, edited)
     result = run_cli(["privacy-report", str(edited)])
     assert result.exit_code == 2 and "contradicts" in result.stderr, result.stderr
+
+
+def test_privacy_report_of_stdin_reads_the_file_once_with_its_lines(work):
+    """``privacy-report -``: stdin is read once (the kind from its first lines, then the same
+    lines parsed), so the report equals the file's and an error names the file's own line."""
+    from conftest import run_proc
+
+    raw = (work / "raw.counts").read_text()
+    assert json.loads(run_proc(["privacy-report", "--json", "-"], input=raw, check=True).stdout) == \
+        dict(_report(work / "raw.counts"), file="-")
+    lines = (work / "bg.counts").read_text().splitlines(keepends=True)
+    lines.insert(2, "#noise=laplace\n")   # line 3: noise without a history
+    proc = run_proc(["privacy-report", "-"], input="".join(lines))
+    assert proc.returncode == 2 and "<stdin>:3: noisy counts without a privacy_history" in proc.stderr.decode()
+    arpa = (work / "bg.arpa").read_text()
+    assert json.loads(run_proc(["privacy-report", "--json", "-"], input=arpa, check=True).stdout)["kind"] == "arpa"

@@ -181,12 +181,10 @@ class FmpRescorer:
 
         factors = None
         if factors_file or factors_dir:
-            from asrpriv.provenance import check_read_files
             from asrpriv.rescore.factors import FactorTable
 
-            check_read_files([factors_file, factors_dir], self.allow_seeded)
-
-            factors = FactorTable(self.scorer.vocab, factors_file, factors_dir, "ignore", "cpu")
+            factors = FactorTable(self.scorer.vocab, factors_file, factors_dir, "ignore", "cpu",
+                                  self.allow_seeded)
         rescorer = Rescorer(self.weights, self.scorer, None, factors)
         with open_output(out) as stream:
             rescorer.run([nbest], stream)
