@@ -436,3 +436,26 @@ def test_only_the_cli_imports_click():
         if clicky:
             offenders.append(f"{rel}: {sorted(clicky)}")
     assert offenders == []
+
+
+def test_the_new_entries_do_their_own_checks(tmp_path):
+    """What click's option types refuse, the entries refuse too (API callers have no click)."""
+    from asrpriv_flower import check_resources
+
+    nbest = str(AMI / "dev" / "nbest.tsv")
+    for settings, needle in ((api.SelectNbestSettings(input=nbest, top=0), "top must be >= 1"),
+                             (api.SelectNbestSettings(input=nbest, others=True, list_clients=True),
+                              "others needs every K"),
+                             (api.SelectTextSettings(input=nbest, max_words=0), "max_words must be >= 1")):
+        entry = api.select_nbest if isinstance(settings, api.SelectNbestSettings) else api.select_text
+        with pytest.raises(api.AsrprivError, match=needle):
+            entry(settings)
+    with pytest.raises(api.AsrprivError, match="subsets must be a whole number >= 1"):
+        api.audit_items(api.AuditItemsSettings(text=nbest, utt2spk=nbest, output_dir=str(tmp_path),
+                                               subsets=0))
+    with pytest.raises(api.AsrprivError, match="expected LABEL=REPORT"):
+        api.pick_best(api.PickSettings(candidates=["nolabel"]))
+    with pytest.raises(api.AsrprivError, match="rounds must be >= 1"):
+        api.fmp_rounds(api.FmpRoundsSettings(nbest, nbest, nbest, nbest, str(tmp_path / "r"), 0))
+    with pytest.raises(api.AsrprivError, match="workers must be a whole number >= 1"):
+        check_resources(0)

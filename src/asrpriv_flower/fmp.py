@@ -275,14 +275,13 @@ def simulate_fmp(settings: FmpSettings, *, workers: int = 1, talk=lambda s: None
     """``fl-fmp``: run FMP's T+1 rounds on Flower's simulation engine; every check first
     (:meth:`asrpriv.federated.fmp.FmpRoundsSettings.check`, flwr installed); returns the
     server's reports (one dict a round: contributed, dropped, seconds)."""
-    from asrpriv_flower import require_flower
+    from asrpriv_flower import check_resources, require_flower
 
     require_flower("fl-fmp")
     from asrpriv_flower.simulate import run_apps, run_environment
     from asrpriv_flower.strategy import write_json
 
-    if not (isinstance(workers, int) and not isinstance(workers, bool) and workers >= 1):
-        raise AsrprivError(f"--workers must be >= 1, got {workers!r}")
+    check_resources(workers)
     if settings.round_timeout is not None and not settings.round_timeout > 0:
         raise AsrprivError(f"--round-timeout must be > 0, got {settings.round_timeout}")
     settings.fmp.check()

@@ -222,18 +222,10 @@ def simulate(settings: FlSettings, *, workers: int = 1, cpus_per_client: float =
         cpus_per_client, gpus_per_client: Flower's ``client_resources``
             (:func:`asrpriv_flower.settings.client_resources`: the clients' threads and device).
     """
-    from asrpriv_flower import require_flower
+    from asrpriv_flower import check_resources, require_flower
 
     require_flower("fl-simulate")
-    import math
-
-    if not (isinstance(workers, int) and not isinstance(workers, bool) and workers >= 1):
-        raise AsrprivError(f"--workers must be >= 1, got {workers!r}")
-    for name, value, least in (("--cpus-per-client", cpus_per_client, None),
-                               ("--gpus-per-client", gpus_per_client, 0.0)):
-        if not (math.isfinite(float(value)) and (value > 0 if least is None else value >= least)):
-            raise AsrprivError(f"{name} must be a finite number {'> 0' if least is None else '>= 0'}, "
-                               f"got {value}")
+    check_resources(workers, cpus_per_client, gpus_per_client)
     check_settings(settings)
     population = population_of(settings)
     first = prepare_run_dir(settings, resume)
