@@ -111,15 +111,18 @@ def test_fl_fmp_dp_and_a_failing_client(work, tmp_path):
     """Seeded DP noise: the same qbar (history up to release ids) and factors as the shell; a
     client raising in round 1 is dropped and recorded, and qbar-1 lacks its new counts."""
     need_flower()
+    from asrpriv.federated.fmp import FmpRoundsSettings, FmpSettings as RoundSettings
     from asrpriv_flower.fmp import FmpSettings, simulate_fmp
 
     T, bad = 2, "ES2002b"
     run = tmp_path / "run"
-    settings = FmpSettings(nbest=str(work / "nbest.tsv"), nnlm=str(work / "nnlm.pt"),
-                           weights=str(work / "weights.txt"), background=str(work / "u.counts"),
-                           run_dir=str(run), rounds=T, sigma=float(SIGMA), alpha=float(ALPHA),
-                           beta=float(BETA), lam=float(LAM), epsilon=float(EPS), max_l1=float(MAX_L1),
-                           noise_seed=SEED, allow_seeded=True, test_faults={f"{bad}@1": "raise"})
+    rounds = RoundSettings(sigma=float(SIGMA), alpha=float(ALPHA), beta=float(BETA), lam=float(LAM),
+                           epsilon=float(EPS), max_l1=float(MAX_L1), noise_seed=SEED, allow_seeded=True)
+    settings = FmpSettings(FmpRoundsSettings(nbest=str(work / "nbest.tsv"), nnlm=str(work / "nnlm.pt"),
+                                             weights=str(work / "weights.txt"),
+                                             background=str(work / "u.counts"), run_dir=str(run),
+                                             rounds=T, round=rounds),
+                           test_faults={f"{bad}@1": "raise"})
     reports = simulate_fmp(settings, workers=2)
     assert [r["round"] for r in reports] == [0, 1, 2]
     assert [d["client"] for d in reports[1]["dropped"]] == [bad]

@@ -364,3 +364,17 @@ def test_edited_model_history_contradicted_by_its_round_record(models, tmp_path)
     torch.save(payload, edited)
     result = run_cli(["privacy-report", str(edited)])
     assert result.exit_code == 2 and "contradicts" in result.stderr, result.stderr
+
+
+def test_privacy_report_of_stdin_reads_the_file_once_with_its_lines(work):
+    """``privacy-report -``: stdin is read once (the kind from its first lines, then the same
+    lines parsed), so the report equals the file's and an error names the file's own line."""
+    raw = (work / "raw.counts").read_text()
+    assert json.loads(run_cli(["privacy-report", "--json", "-"], input=raw).stdout) == \
+        dict(_report(work / "raw.counts"), file="-")
+    lines = (work / "bg.counts").read_text().splitlines(keepends=True)
+    lines.insert(2, "#noise=laplace\n")   # line 3: noise without a history
+    result = run_cli(["privacy-report", "-"], input="".join(lines))
+    assert result.exit_code == 2 and "<stdin>:3: noisy counts without a privacy_history" in result.stderr
+    arpa = (work / "bg.arpa").read_text()
+    assert json.loads(run_cli(["privacy-report", "--json", "-"], input=arpa).stdout)["kind"] == "arpa"

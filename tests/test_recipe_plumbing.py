@@ -1,9 +1,10 @@
 """The recipes in bin/ compute nothing themselves, and their first minutes cannot mislead.
 
-Checked without running an experiment (quick): bin/ holds no awk and no ``python -c`` (a
-column, a selection or a comparison is an asrpriv step); every recipe's --help exits 0, shows
-the DATA_DIR layout and lists every environment knob the script reads; a missing OUT_DIR is
-one line naming it, exit 2.
+Checked without running an experiment (quick): bin/ holds no awk, no ``python -c`` and no
+Python fed on standard input (``python3 - <<EOF``: a column, a selection, a comparison or a
+table is an asrpriv step or a module of asrpriv.reports); every recipe's --help exits 0, shows
+the DATA_DIR layout and lists every environment knob the script reads (with a default, or
+read and never set); a missing OUT_DIR is one line naming it, exit 2.
 """
 
 from __future__ import annotations
@@ -30,11 +31,62 @@ def test_bin_holds_no_awk_and_no_python_c():
     assert not offenders, "\n".join(offenders)
 
 
+#: a Python interpreter given its program on standard input: ``python3 - ...``, ``"$PYTHON" - <<``
+PY_STDIN = re.compile(r"(?:\bpython[0-9.]*|\$\{?PYTHON\}?)\"?\s+(?:-\s|-$|<<|<\s)")
+
+
+def test_bin_holds_no_python_on_stdin():
+    offenders = []
+    for path in sorted(p for p in BIN.rglob("*") if p.is_file()):
+        for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            code = line.split("#", 1)[0] if path.suffix != ".py" and "-report" not in path.name else line
+            if PY_STDIN.search(code):
+                offenders.append(f"{path.relative_to(ROOT)}:{n}: {line.strip()}")
+    assert not offenders, "\n".join(offenders)
+
+
+def test_python_on_stdin_is_found():
+    for line in ('"$PYTHON" - "$OUT" $SCALES <<\'PY\'', "UNKPEN=$(\"$PYTHON\" - \"$L/a.arpa\" <<'PY'",
+                 "python3 - <<EOF", "python3 <<EOF", "${PYTHON} - a b"):
+        assert PY_STDIN.search(line), line
+    for line in ('"$PYTHON" -m asrpriv.reports.confidence table "$OUT"', "python3 -m pytest -x",
+                 '"$PYTHON" "$HERE/fmp-report" --data "$DATA"'):
+        assert not PY_STDIN.search(line), line
+
+
+#: variables bash sets itself (or the environment always has), not knobs of a recipe
+SHELL_VARIABLES = {"PYTHONHASHSEED", "SECONDS", "RANDOM", "LINENO", "PIPESTATUS", "BASH_SOURCE",
+                   "BASH_REMATCH", "FUNCNAME", "PWD", "OLDPWD", "HOME", "PATH", "IFS", "UID",
+                   "EUID", "PPID", "BASHPID", "OPTARG", "OPTIND", "HOSTNAME", "TMPDIR"}
+
+
+def _assigned(script: str) -> set[str]:
+    """Upper-case variables the script sets: NAME=, export/local/declare NAME, for NAME in,
+    read ... NAME."""
+    names = set(re.findall(r"(?:^|[\s;&|(!])(?:export\s+|local\s+|declare\s+(?:-[a-zA-Z]+\s+)*|"
+                           r"readonly\s+)?([A-Z][A-Z0-9_]*)(?:\[[^\]]*\])?\+?=", script, re.M))
+    names |= set(re.findall(r"\bfor\s+([A-Z][A-Z0-9_]*)\s+in\b", script))
+    for m in re.finditer(r"\b(?:read|local|declare)\s+((?:-[A-Za-z]+\s+)*)([A-Za-z0-9_ ]+)", script):
+        names |= set(re.findall(r"\b([A-Z][A-Z0-9_]*)\b", m.group(2)))
+    return names
+
+
 def _knobs(script: str) -> set[str]:
-    """Environment variables the script reads with a default: ${NAME:-..}, ${NAME-..}, ${NAME:+..},
-    or through recipe.sh's ``knob NAME DEFAULT``."""
-    return (set(re.findall(r"\$\{([A-Z][A-Z0-9_]*)(?::-|-|:\+)", script)) |
-            set(re.findall(r"(?:^|[;\s])knob ([A-Z][A-Z0-9_]*) ", script, re.M))) - {"PYTHONHASHSEED"}
+    """Environment variables the script reads: with a default (${NAME:-..}, ${NAME-..},
+    ${NAME:+..}, ${NAME:=..}), or read ($NAME, ${NAME}) and never set by it or by
+    bin/lib/recipe.sh."""
+    with_default = set(re.findall(r"\$\{([A-Z][A-Z0-9_]*)(?::-|-|:\+|:=|=)", script))
+    code = "\n".join(line for line in script.splitlines() if not line.lstrip().startswith("#"))
+    reads = set(re.findall(r"\$\{?([A-Z][A-Z0-9_]*)", code))
+    unset = reads - _assigned(script) - _assigned((BIN / "lib" / "recipe.sh").read_text(encoding="utf-8"))
+    via_knob = set(re.findall(r"(?:^|[;\s])knob ([A-Z][A-Z0-9_]*) ", script, re.M))   # recipe.sh's knob NAME DEFAULT
+    return (with_default | unset | via_knob) - SHELL_VARIABLES
+
+
+def test_knobs_are_found():
+    script = ('A=${A:-1}\nB=2\necho "$B $C ${D} ${E-x}"\nfor F in 1; do :; done\nread -r G H <<< "$G $H"\n'
+              "# $COMMENTED\nlocal I=3; echo $I $SECONDS\n")
+    assert _knobs(script) == {"A", "C", "D", "E"}
 
 
 @pytest.mark.parametrize("recipe", RECIPES)
@@ -47,6 +99,24 @@ def test_recipe_help_shows_layout_and_every_knob(recipe):
     assert knobs or recipe == "confidence-experiment"
     for knob in knobs:
         assert re.search(rf"^\s+{knob}=", proc.stderr, re.M), f"{recipe}: {knob} not in --help"
+
+
+def _all_recipes() -> list[str]:
+    """Every bash script of bin/ with a --help (the six above, privacy-frontier, ...)."""
+    return sorted(p.name for p in BIN.iterdir() if p.is_file()
+                  and p.read_text(encoding="utf-8").startswith("#!/usr/bin/env bash")
+                  and "--help" in p.read_text(encoding="utf-8"))
+
+
+@pytest.mark.parametrize("recipe", _all_recipes())
+def test_every_recipe_help_names_every_knob(recipe):
+    """Whatever the help's layout: each knob the script reads is named in its --help."""
+    script = (BIN / recipe).read_text(encoding="utf-8")
+    proc = subprocess.run(["bash", str(BIN / recipe), "--help"], capture_output=True, text=True, timeout=30)
+    assert proc.returncode == 0, proc.stderr
+    shown = proc.stdout + proc.stderr
+    missing = sorted(k for k in _knobs(script) if not re.search(rf"(?<![A-Z0-9_]){k}(?![A-Z0-9_])", shown))
+    assert not missing, f"{recipe} --help does not name {missing}"
 
 
 def test_fl_recipe_help_lists_tiny_train_limit():

@@ -62,6 +62,15 @@ STEP_ENTRIES: dict[str, str] = {
     "finetune-lm": "asrpriv.federated.finetune:run_finetune",
     "import-nbest": "asrpriv.io.importers:import_nbest",
     "approx-ngram": "asrpriv.rescore.approx:approx_ngram",
+    "select-nbest": "asrpriv.io.select:select_nbest",
+    "select-text": "asrpriv.io.select:select_text",
+    "pick-best": "asrpriv.io.select:pick_best",
+    "audit-items": "asrpriv.audit.subsets:audit_items",
+    "fmp-rounds": "asrpriv.federated.fmp:fmp_rounds",
+    # the Flower steps' entries live in the optional package asrpriv_flower, which nothing in
+    # asrpriv imports (not re-exported below: import them from there)
+    "fl-fmp": "asrpriv_flower.fmp:simulate_fmp",
+    "fl-simulate": "asrpriv_flower.simulate:simulate",
 }
 
 #: the entries and their settings types, imported on first use (``api.train_ngram``)
@@ -96,6 +105,21 @@ _LAZY: dict[str, str] = {
     "import_nbest": "asrpriv.io.importers:import_nbest",
     "approx_ngram": "asrpriv.rescore.approx:approx_ngram",
     "ApproxSettings": "asrpriv.rescore.approx:ApproxSettings",
+    "select_nbest": "asrpriv.io.select:select_nbest",
+    "SelectNbestSettings": "asrpriv.io.select:SelectNbestSettings",
+    "select_text": "asrpriv.io.select:select_text",
+    "SelectTextSettings": "asrpriv.io.select:SelectTextSettings",
+    "SelectResult": "asrpriv.io.select:SelectResult",
+    "pick_best": "asrpriv.io.select:pick_best",
+    "PickSettings": "asrpriv.io.select:PickSettings",
+    "PickResult": "asrpriv.io.select:PickResult",
+    "audit_items": "asrpriv.audit.subsets:audit_items",
+    "AuditItemsSettings": "asrpriv.audit.subsets:AuditItemsSettings",
+    "AuditItems": "asrpriv.audit.subsets:AuditItems",
+    "fmp_rounds": "asrpriv.federated.fmp:fmp_rounds",
+    "FmpRoundsSettings": "asrpriv.federated.fmp:FmpRoundsSettings",
+    "FmpSettings": "asrpriv.federated.fmp:FmpSettings",
+    "FmpRoundsResult": "asrpriv.federated.fmp:FmpRoundsResult",
 }
 __all__ += list(_LAZY)
 

@@ -31,11 +31,12 @@ def text_state(public: bool, what: str = "text", unit: str = "none", partition: 
     return PUBLIC if public else raw_state(what, unit, partition)
 
 
-def arpa_header(path: str) -> tuple[dict[str, str], int]:
+def arpa_header(path: str, numbered_lines=None) -> tuple[dict[str, str], int]:
     """The validated ``#key=value`` lines before an ARPA's ``\\data\\``: ``(meta, lines read)``.
 
     Only asrpriv's own header (first line ``#format=asrpriv-arpa-meta/1``) is parsed; other
-    comment lines (SRILM, kenlm) are skipped. Reads until ``\\data\\`` only.
+    comment lines (SRILM, kenlm) are skipped. Reads until ``\\data\\`` only (from
+    ``numbered_lines``, ``(line number, line)`` pairs, when given).
     """
     from asrpriv.io.lines import iter_lines
     from asrpriv.io.metadata import ARPA_KEYS, check_history_consistency, parse_meta_line
@@ -44,7 +45,7 @@ def arpa_header(path: str) -> tuple[dict[str, str], int]:
     lines: dict[str, int] = {}
     ours = False
     lineno = 0
-    for lineno, line in iter_lines(path):
+    for lineno, line in (iter_lines(path) if numbered_lines is None else numbered_lines):
         text = line.strip()
         if lineno == 1 and text.startswith("#format=asrpriv-arpa-meta/"):
             ours = True
@@ -60,10 +61,10 @@ def arpa_header(path: str) -> tuple[dict[str, str], int]:
     return meta, lineno
 
 
-def arpa_state(path: str) -> PrivacyState:
+def arpa_state(path: str, numbered_lines=None) -> PrivacyState:
     """The state an ARPA file records; no asrpriv header = made by another tool: public by
     the assertion of whoever gives it (docs/THREAT_MODEL.md)."""
-    meta, _ = arpa_header(path)
+    meta, _ = arpa_header(path, numbered_lines)
     try:
         return from_meta(meta)
     except StateError as err:
@@ -119,23 +120,30 @@ def sniff(path: str) -> str:
             pass
     from asrpriv.io.lines import iter_lines
 
+    return _text_kind(iter_lines(path))[0]
+
+
+def _text_kind(numbered) -> tuple[str, list[tuple[int, str]]]:
+    """The kind of a text file from its first lines, and the ``(line number, line)`` pairs it
+    read to say so (so that stdin, read once, can be parsed from the start)."""
+    seen: list[tuple[int, str]] = []
     try:
-        numbered = iter_lines(path)
         for lineno, line in numbered:
+            seen.append((lineno, line))
             text = line.strip()
             if lineno == 1 and text.startswith(_COUNTS):
-                return "counts"
+                return "counts", seen
             if lineno == 1 and text.startswith(_FACTORS):
-                return "factors"
+                return "factors", seen
             if lineno == 1 and text.startswith("{"):
-                return "report"
+                return "report", seen
             if text == "\\data\\":
-                return "arpa"
+                return "arpa", seen
             if text and not text.startswith("#"):
-                return "text"
+                return "text", seen
     except InputError:  # not UTF-8 text, or a line too long: some other tool's binary file
-        return "binary"
-    return "text"
+        return "binary", seen
+    return "text", seen
 
 
 def read_state(path: str) -> tuple[str, PrivacyState]:
@@ -143,7 +151,17 @@ def read_state(path: str) -> tuple[str, PrivacyState]:
 
     Text of unknown kind (transcripts, N-best lists) is private data: its state is raw.
     """
-    kind = sniff(path)
+    numbered = None
+    if path == "-":  # read once: the kind from the first lines, then the same lines parsed
+        import itertools
+
+        from asrpriv.io.lines import iter_lines
+
+        lines = iter_lines(path)
+        kind, seen = _text_kind(lines)
+        numbered = itertools.chain(seen, lines)
+    else:
+        kind = sniff(path)
     if kind == "model":
         from asrpriv.nnlm.modelfile import read_any_payload
 
@@ -152,30 +170,34 @@ def read_state(path: str) -> tuple[str, PrivacyState]:
     if kind == "counts":
         from asrpriv.io.counts import read_counts
 
-        meta, _ = read_counts(path, allow_empty=True)
+        from asrpriv.io.counts import parse_counts
+
+        meta, _ = (read_counts(path, allow_empty=True) if numbered is None
+                   else parse_counts(path, numbered, allow_empty=True))
         return kind, counts_state(meta, path)
     if kind == "factors":
         from asrpriv.io.factors import read_factors
 
-        meta, _ = read_factors(path)
+        meta, _ = read_factors(path, numbered)
         return kind, factors_state(meta, path)
     if kind == "arpa":
-        return kind, arpa_state(path)
+        return kind, arpa_state(path, numbered)
     if kind == "kenlm":
         return kind, PUBLIC
     if kind == "report":
-        return kind, report_state(path)
+        return kind, report_state(path, numbered)
     if kind == "binary":
         return kind, raw_state("unrecorded")
     return kind, raw_state("text")
 
 
-def report_state(path: str) -> PrivacyState:
+def report_state(path: str, numbered_lines=None) -> PrivacyState:
     """The state recorded in a JSON report (``privacy_state`` key, :func:`state_to_json`)."""
     from asrpriv.io.lines import iter_lines
 
+    numbered = iter_lines(path) if numbered_lines is None else numbered_lines
     try:
-        obj = json.loads("\n".join(line for _, line in iter_lines(path)))
+        obj = json.loads("\n".join(line for _, line in numbered))
     except (ValueError, RecursionError) as err:
         raise InputError(path, None, f"not a JSON report: {err}") from None
     record = obj.get("privacy_state") if isinstance(obj, dict) else None
@@ -237,6 +259,10 @@ class Inputs:
 
     def add_counts(self, path: str, meta: dict[str, str]) -> PrivacyState:
         return self.add(_name(path), counts_state(meta, path))
+
+    def add_factors(self, path: str, meta: dict[str, str]) -> PrivacyState:
+        """A factors file whose header the caller has read (read once)."""
+        return self.add(_name(path), factors_state(meta, path))
 
     def add_factors(self, path: str, meta: dict[str, str]) -> PrivacyState:
         return self.add(_name(path), factors_state(meta, path))

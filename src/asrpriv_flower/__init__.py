@@ -22,3 +22,31 @@ See docs/FLOWER.md.
 """
 
 from __future__ import annotations
+
+
+def require_flower(step: str) -> None:
+    """Raise a one-line AsrprivError unless flwr and Ray can be imported (the Flower steps'
+    entries call it first)."""
+    from asrpriv.errors import AsrprivError
+
+    try:
+        import flwr  # noqa: F401
+        import ray  # noqa: F401
+    except ImportError:
+        raise AsrprivError(f"{step} needs Flower (flwr with Ray): pip install 'asrpriv[flower]'") from None
+
+
+def check_resources(workers, cpus_per_client: float = 1.0, gpus_per_client: float = 0.0) -> None:
+    """Refuse what Ray cannot be given: ``workers`` (CPUs, a whole number >= 1), a client's CPU
+    share (> 0) and GPU share (>= 0), finite."""
+    import math
+
+    from asrpriv.errors import AsrprivError
+
+    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
+        raise AsrprivError(f"--workers must be a whole number >= 1, got {workers!r}")
+    for name, value, positive in (("--cpus-per-client", cpus_per_client, True),
+                                  ("--gpus-per-client", gpus_per_client, False)):
+        if not math.isfinite(float(value)) or value < 0 or (positive and value == 0):
+            raise AsrprivError(f"{name} must be a finite number {'> 0' if positive else '>= 0'}, "
+                               f"got {value}")

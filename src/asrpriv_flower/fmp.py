@@ -40,38 +40,26 @@ import time
 from dataclasses import asdict, dataclass
 
 from asrpriv.errors import AsrprivError
+from asrpriv.federated.fmp import FmpRoundsSettings
 
 
 @dataclass
 class FmpSettings:
-    """The options of ``asrpriv fl-fmp``."""
+    """The settings of ``asrpriv fl-fmp``: the FMP run's (the same as ``fmp-rounds``') and
+    Flower's own.
 
-    nbest: str
-    nnlm: str
-    weights: str
-    background: str
-    run_dir: str
-    rounds: int
-    sigma: float = 5.0
-    alpha: float = 0.5
-    beta: float = 0.25
-    lam: float = 1.0
-    epsilon: float | None = None
-    max_l1: float = 15.0
-    noise_seed: int | None = None
-    allow_seeded: bool = False
+    Attributes:
+        fmp: the run (:class:`asrpriv.federated.fmp.FmpRoundsSettings`: inputs, run directory,
+            T and the round's settings).
+        round_timeout: seconds after which a client that has not replied is dropped.
+        threads: torch threads of each client's rescoring.
+        test_faults: tests only: "client" or "client@round" -> "raise" (sent in its message).
+    """
+
+    fmp: FmpRoundsSettings
     round_timeout: float | None = None
     threads: int = 1
-    #: tests only: "client" or "client@round" -> "raise" (sent in its message)
     test_faults: dict | None = None
-
-    def rounds_settings(self):
-        """The library settings of the round (:class:`asrpriv.federated.fmp.FmpSettings`)."""
-        from asrpriv.federated.fmp import FmpSettings as RoundSettings
-
-        return RoundSettings(sigma=self.sigma, alpha=self.alpha, beta=self.beta, lam=self.lam,
-                             epsilon=self.epsilon, max_l1=self.max_l1,
-                             noise_seed=self.noise_seed, allow_seeded=self.allow_seeded)
 
 
 def client_dir(run: str, client: str) -> str:
@@ -193,18 +181,18 @@ class FmpServer:
 
         from asrpriv_flower.strategy import connect_nodes, write_json
 
-        s = self.s
-        run = os.path.abspath(s.run_dir)
+        s, f, r = self.s, self.s.fmp, self.s.fmp.round
+        run = os.path.abspath(f.run_dir)
         node_of = connect_nodes(grid, self.population)
-        common = {"run": run, "last": s.rounds, "nbest": os.path.abspath(s.nbest),
-                  "nnlm": os.path.abspath(s.nnlm),
-                  "weights": os.path.abspath(s.weights), "background": os.path.abspath(s.background),
-                  "sigma": s.sigma, "alpha": s.alpha, "beta": s.beta, "lambda": s.lam,
-                  "max-l1": s.max_l1, "threads": s.threads, "allow-seeded": bool(s.allow_seeded)}
-        if s.epsilon:
-            common["epsilon"] = s.epsilon
+        common = {"run": run, "last": f.rounds, "nbest": os.path.abspath(f.nbest),
+                  "nnlm": os.path.abspath(f.nnlm),
+                  "weights": os.path.abspath(f.weights), "background": os.path.abspath(f.background),
+                  "sigma": r.sigma, "alpha": r.alpha, "beta": r.beta, "lambda": r.lam,
+                  "max-l1": r.max_l1, "threads": s.threads, "allow-seeded": bool(r.allow_seeded)}
+        if r.epsilon:
+            common["epsilon"] = r.epsilon
         qbar = ""
-        for t in range(s.rounds + 1):
+        for t in range(f.rounds + 1):
             started = time.monotonic()
             messages, sent = [], {}
             for name in self.population:
@@ -238,7 +226,7 @@ class FmpServer:
                     wait = f"within {s.round_timeout:g} s" if s.round_timeout else "(the run ended)"
                     dropped.append({"client": name, "reason": f"no reply {wait}"})
             contributed = sorted(f[:-7] for f in os.listdir(counts_dir) if f.endswith(".counts"))
-            if t < s.rounds:
+            if t < f.rounds:
                 qbar = self.global_counts(run, t, counts_dir, contributed)
             report = {"round": t, "contributed": contributed,
                       "dropped": sorted(dropped, key=lambda d: d["client"]),
@@ -257,7 +245,7 @@ class FmpServer:
             raise AsrprivError(f"round {t}: no client's counts arrived: nothing to aggregate")
         out = os.path.join(run, f"qbar-{t}.counts")
         global_counts([os.path.join(counts_dir, f"{c}.counts") for c in contributed], t, out,
-                      self.s.rounds_settings(), os.path.abspath(self.s.background),
+                      self.s.fmp.round, os.path.abspath(self.s.fmp.background),
                       os.path.join(run, f"qbar-{t - 1}.counts") if t > 0 else None,
                       os.path.join(os.path.dirname(counts_dir), "noisy-new.counts"))
         return read_text(out)
@@ -267,7 +255,7 @@ class FmpServer:
         from asrpriv.federated.fmp import best_lines
 
         lines = []
-        for t in range(self.s.rounds + 1):
+        for t in range(self.s.fmp.rounds + 1):
             for name in self.population:
                 path = os.path.join(client_dir(run, name), f"rescored-{t}.tsv")
                 if os.path.exists(path):
@@ -276,24 +264,29 @@ class FmpServer:
 
 
 def settings_json(settings: FmpSettings) -> dict:
-    keep = asdict(settings)
-    keep.pop("test_faults", None)
-    return keep
+    """RUN/run.json: the run's settings, the round's, then Flower's (one flat record)."""
+    run = asdict(settings.fmp)
+    return {**run, **run.pop("round"), "round_timeout": settings.round_timeout,
+            "threads": settings.threads}
 
 
 def simulate_fmp(settings: FmpSettings, *, workers: int = 1, talk=lambda s: None,
                  verbose: bool = False):
-    """Run FMP's T+1 rounds on Flower's simulation engine; returns the server's reports."""
+    """``fl-fmp``: run FMP's T+1 rounds on Flower's simulation engine; every check first
+    (:meth:`asrpriv.federated.fmp.FmpRoundsSettings.check`, flwr installed); returns the
+    server's reports (one dict a round: contributed, dropped, seconds)."""
+    from asrpriv_flower import check_resources, require_flower
+
+    require_flower("fl-fmp")
     from asrpriv_flower.simulate import run_apps, run_environment
     from asrpriv_flower.strategy import write_json
 
-    from asrpriv.federated.fmp import check_run
-
-    check_run(settings.rounds_settings(), settings.rounds,
-              (settings.nbest, settings.nnlm, settings.weights, settings.background),
-              settings.run_dir)
-    population = population_of(settings.nbest)
-    run = settings.run_dir
+    check_resources(workers)
+    if settings.round_timeout is not None and not settings.round_timeout > 0:
+        raise AsrprivError(f"--round-timeout must be > 0, got {settings.round_timeout}")
+    settings.fmp.check()
+    population = population_of(settings.fmp.nbest)
+    run = settings.fmp.run_dir
     os.makedirs(run, exist_ok=True)
     write_json(os.path.join(run, "run.json"), settings_json(settings))
     server = FmpServer(settings, population, talk)
@@ -313,7 +306,7 @@ def simulate_fmp(settings: FmpSettings, *, workers: int = 1, talk=lambda s: None
             server.run(grid)
 
         run_apps(app, client, len(population), workers=workers, verbose=verbose)
-    if len(server.reports) != settings.rounds + 1:
+    if len(server.reports) != settings.fmp.rounds + 1:
         raise AsrprivError(f"the FMP run stopped after {len(server.reports)} of "
-                           f"{settings.rounds + 1} rounds (see {run}/round-*/report.json)")
+                           f"{settings.fmp.rounds + 1} rounds (see {run}/round-*/report.json)")
     return server.reports

@@ -33,6 +33,7 @@ import time
 from dataclasses import dataclass, field
 
 from asrpriv.errors import AsrprivError
+from asrpriv_flower.settings import FlSettings
 
 #: environment for Flower and Ray inside a run (set before flwr/ray are imported)
 QUIET_ENV = {"FLWR_TELEMETRY_ENABLED": "0", "FLWR_DISABLE_UPDATE_CHECK": "1",
@@ -71,7 +72,12 @@ def population_of(settings) -> list[str]:
 
 
 def check_settings(settings) -> None:
-    """Refuse bad settings before anything starts (AsrprivError)."""
+    """Refuse bad settings before anything starts (AsrprivError); seeded noise is said on
+    stderr (even with -q) first."""
+    if settings.noise_seed is not None and settings.noise_multiplier:
+        from asrpriv.talk import seeded_warning
+
+        seeded_warning(f"--noise-seed {settings.noise_seed}")
     from asrpriv.federated.server import check_hparams
     from asrpriv.nnlm import losses
 
@@ -105,7 +111,8 @@ def prepare_run_dir(settings, resume: bool) -> int:
     from asrpriv.federated.client import load_init
     from asrpriv.io.output import atomic_path
 
-    from asrpriv_flower.strategy import model_path, settings_json, write_json
+    from asrpriv_flower.settings import settings_json
+    from asrpriv_flower.strategy import model_path, write_json
 
     run = settings.run_dir
     mine = settings_json(settings)
@@ -203,16 +210,22 @@ def run_apps(server_app, client_app, supernodes: int, *, workers: int = 1,
             ray.shutdown()
 
 
-def simulate(settings, *, workers: int = 1, cpus_per_client: float = 1.0,
+def simulate(settings: FlSettings, *, workers: int = 1, cpus_per_client: float = 1.0,
              gpus_per_client: float = 0.0, resume: bool = False, talk=lambda s: None,
              verbose: bool = False) -> SimulationResult:
-    """Run ``settings.rounds`` rounds on Flower's simulation engine; see the module doc.
+    """``fl-simulate``: run ``settings.rounds`` rounds on Flower's simulation engine; see the
+    module doc. Every check first (flwr installed, :func:`check_settings`, the resources).
 
     Args:
         workers: CPUs Ray may use (``ray.init(num_cpus=...)``); clients run
             ``workers / cpus_per_client`` at a time.
-        cpus_per_client, gpus_per_client: Flower's ``client_resources``.
+        cpus_per_client, gpus_per_client: Flower's ``client_resources``
+            (:func:`asrpriv_flower.settings.client_resources`: the clients' threads and device).
     """
+    from asrpriv_flower import check_resources, require_flower
+
+    require_flower("fl-simulate")
+    check_resources(workers, cpus_per_client, gpus_per_client)
     check_settings(settings)
     population = population_of(settings)
     first = prepare_run_dir(settings, resume)

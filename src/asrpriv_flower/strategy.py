@@ -40,64 +40,12 @@ import json
 import os
 import shutil
 import time
-from dataclasses import asdict, dataclass, field
 
 from flwr.app import ArrayRecord, ConfigRecord, Message, MetricRecord, RecordDict
 from flwr.serverapp.strategy import Strategy
 
 from asrpriv.errors import AsrprivError, InputError
-
-#: seed of round t = base * ROUND_SEED_STRIDE + t (as bin/fl-finetune-experiment derives them)
-ROUND_SEED_STRIDE = 100000
-
-
-@dataclass
-class FlSettings:
-    """Everything a simulated run needs (the options of ``asrpriv fl-simulate``)."""
-
-    init: str
-    train: str
-    run_dir: str
-    rounds: int
-    sample_rate: float
-    ids: bool = False
-    utt2client: str | None = None
-    clients: str | None = None
-    max_words: int = 1000
-    sample_seed: int | None = None
-    seed: int | None = None
-    server: str = "fedadam"
-    hparams: dict = field(default_factory=dict)
-    clip: float | None = None
-    noise_multiplier: float | None = None
-    expected_clients: float | None = None
-    expected_weight: float | None = None
-    weight_cap: float | None = None
-    noise_seed: int | None = None
-    allow_seeded: bool = False
-    training: dict = field(default_factory=dict)
-    confidence: str = "none"
-    train_only: str = "all"
-    threads: int = 1
-    device: str = "cpu"
-    round_timeout: float | None = None
-    save_deltas: bool = False
-    #: tests only: "client" or "client@round" -> "raise" or "sleep:SECONDS" (sent in its message)
-    test_faults: dict = field(default_factory=dict)
-
-    def dp(self):
-        """The server's :class:`asrpriv.federated.aggregate.DpSettings` (inactive without DP)."""
-        from asrpriv.federated.aggregate import DpSettings
-
-        if all(x is None for x in (self.noise_multiplier, self.expected_clients,
-                                   self.expected_weight, self.weight_cap)):
-            return DpSettings()
-        return DpSettings(self.noise_multiplier, self.clip, self.expected_clients,
-                          self.expected_weight, self.weight_cap, self.sample_rate)
-
-    def round_seed(self, base: int | None, t: int) -> int | None:
-        return None if base is None else int(base) * ROUND_SEED_STRIDE + t
-
+from asrpriv_flower.settings import FlSettings  # noqa: F401 - the settings live there (no flwr)
 
 def model_path(run_dir: str, t: int) -> str:
     return os.path.join(run_dir, f"model-{t}.pt")
@@ -335,10 +283,3 @@ class AsrprivStrategy(Strategy):
     def summary(self) -> None:
         self.talk(f"fl-simulate: {self.s.rounds} round(s) from round {self.first_round}, "
                   f"{self.s.server}, q {self.s.sample_rate:g} of {len(self.population)} clients")
-
-
-def settings_json(settings: FlSettings) -> dict:
-    """The run's settings as written to RUN/run.json (test faults left out)."""
-    value = asdict(settings)
-    value.pop("test_faults", None)
-    return value

@@ -29,6 +29,38 @@ class AuditItems:
     labels: dict[str, tuple[str, str, str]] = field(default_factory=dict)
 
 
+@dataclass
+class AuditItemsSettings:
+    """The settings of ``audit-items`` (one step entry: :func:`audit_items`): the Kaldi
+    ``text``, its ``utt2spk``, the output directory, and :func:`make_items`' knobs."""
+
+    text: str
+    utt2spk: str
+    output_dir: str
+    id_regex: str = "^(ES|IS|TS)"
+    speakers: int = 0
+    subsets: int = 4
+    max_words: int = 0
+    min_words: int = 100
+
+
+def audit_items(s: AuditItemsSettings) -> AuditItems:
+    """``audit-items``: check the settings, cut the items (:func:`make_items`) and write them
+    (:func:`write_items`); returns the items."""
+    for name, value, least in (("--speakers", s.speakers, 0), ("--subsets", s.subsets, 1),
+                               ("--max-words", s.max_words, 0), ("--min-words", s.min_words, 0)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < least:
+            raise AsrprivError(f"{name} must be a whole number >= {least}, got {value!r}")
+    try:
+        re.compile(s.id_regex)
+    except re.error as err:
+        raise AsrprivError(f"--id-regex: bad regular expression {s.id_regex!r}: {err}") from None
+    items = make_items(s.text, s.utt2spk, s.id_regex, s.speakers, s.subsets, s.max_words,
+                       s.min_words)
+    write_items(items, s.text, s.output_dir)
+    return items
+
+
 def make_items(text: str, utt2spk: str, id_regex: str = "^(ES|IS|TS)", speakers: int = 0,
                subsets: int = 4, max_words: int = 0, min_words: int = 100) -> AuditItems:
     """Cut the speakers of Kaldi ``text`` (utterances whose id matches ``id_regex`` and has a

@@ -32,9 +32,10 @@ def audit_items(text_path, utt2spk, id_regex, speakers, subsets, max_words, min_
     gender (the first letter of an AMI speaker id). Labels: speaker, gender, and the meeting
     of most of the item's utterances. cluster-weights --labels reads labels.tsv.
     """
-    from asrpriv.audit.subsets import make_items, write_items
+    from asrpriv.audit.subsets import AuditItemsSettings, audit_items as run
 
-    items = make_items(text_path, utt2spk, id_regex, speakers, subsets, max_words, min_words)
-    write_items(items, text_path, output_dir)
+    items = run(AuditItemsSettings(text=text_path, utt2spk=utt2spk, output_dir=output_dir,
+                                   id_regex=id_regex, speakers=speakers, subsets=subsets,
+                                   max_words=max_words, min_words=min_words))
     info(f"audit-items: {len(items.speakers)} speaker(s), {len(items.labels)} item(s), "
          f"{len(items.utt2item)} utterance(s)")

@@ -95,17 +95,13 @@ def fl_simulate(init_path, train_path, ids, utt2client, clients_path, run_dir, r
           --sample-rate 0.1 --clip 0.5 --noise-multiplier 1.0 --expected-clients 11.4 \\
           --workers 8
     """
-    from asrpriv.commands.flower_common import require_flower, stderr_talk
-    from asrpriv.commands.options import is_verbose, seeded_warning
-
-    require_flower("fl-simulate")
+    from asrpriv.commands.flower_common import stderr_talk
+    from asrpriv.commands.options import is_verbose
+    from asrpriv_flower.settings import FlSettings, client_resources
     from asrpriv_flower.simulate import simulate
-    from asrpriv_flower.strategy import FlSettings
 
     talk = stderr_talk()
-
-    if noise_seed is not None and noise_multiplier:
-        seeded_warning(f"--noise-seed {noise_seed}")
+    threads, device = client_resources(cpus_per_client, gpus_per_client)
     training = {k: v for k, v in (("lr", lr), ("epochs", epochs), ("batch_size", batch_size))
                 if v is not None}
     settings = FlSettings(
@@ -116,8 +112,7 @@ def fl_simulate(init_path, train_path, ids, utt2client, clients_path, run_dir, r
         noise_multiplier=noise_multiplier, expected_clients=expected_clients,
         expected_weight=expected_weight, weight_cap=weight_cap, noise_seed=noise_seed,
         allow_seeded=allow_seeded, training=training, confidence=confidence,
-        train_only=train_only, threads=max(1, int(cpus_per_client)),
-        device="cuda" if gpus_per_client > 0 else "cpu", round_timeout=round_timeout,
+        train_only=train_only, threads=threads, device=device, round_timeout=round_timeout,
         save_deltas=save_deltas)
     result = simulate(settings, workers=workers, cpus_per_client=cpus_per_client,
                       gpus_per_client=gpus_per_client, resume=resume, talk=talk,

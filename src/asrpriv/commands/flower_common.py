@@ -1,20 +1,10 @@
-"""What the Flower steps (``fl-simulate``, ``fl-fmp``) share: the flwr check and stderr talk.
+"""What the Flower steps (``fl-simulate``, ``fl-fmp``) share on the click side: stderr talk.
 
-Nothing here imports flwr at module level: ``asrpriv --help`` must not load it.
+Nothing here imports flwr: ``asrpriv --help`` must not load it (the entries check for it:
+:func:`asrpriv_flower.require_flower`).
 """
 
 from __future__ import annotations
-
-
-def require_flower(step: str) -> None:
-    """Raise a one-line AsrprivError unless flwr and Ray can be imported."""
-    from asrpriv.errors import AsrprivError
-
-    try:
-        import flwr  # noqa: F401
-        import ray  # noqa: F401
-    except ImportError:
-        raise AsrprivError(f"{step} needs Flower (flwr with Ray): pip install 'asrpriv[flower]'") from None
 
 
 def stderr_talk():

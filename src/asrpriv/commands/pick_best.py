@@ -27,22 +27,10 @@ def pick_best(candidates, key, name, output):
     Example:
       asrpriv pick-best --name lambda 0.25=l0.25/wer.json 0.5=l0.5/wer.json 1=l1/wer.json
     """
-    from asrpriv.errors import AsrprivError
-    from asrpriv.io.output import open_output
-    from asrpriv.io.select import pick_lowest
     from asrpriv.commands.options import info, warn
+    from asrpriv.io.select import PickSettings, pick_best as run
 
-    pairs = []
-    for arg in candidates:
-        label, sep, path = arg.partition("=")
-        if not sep or not label or not path:
-            raise AsrprivError(f"expected LABEL=REPORT, got {arg!r}")
-        pairs.append((label, path))
-    best, values, edge = pick_lowest(pairs, key)
-    info(f"pick-best: {name} " + ", ".join(f"{label}: {key} {v:.6g}" for (label, _), v in zip(pairs, values))
-         + f"; best {best}")
-    if edge:
-        warn(f"best {name} {best} on the edge of the grid ({' '.join(label for label, _ in pairs)}): "
-             "consider widening it")
-    with open_output(output) as out:
-        out.write(f"{best}\n")
+    result = run(PickSettings(candidates=candidates, key=key, name=name, output=output))
+    info(result.summary())
+    if result.edge:
+        warn(result.edge_warning())

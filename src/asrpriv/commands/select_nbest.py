@@ -46,36 +46,9 @@ def select_nbest(input_path, clients, exclude_clients, max_per_client, top, best
       asrpriv select-nbest --best rescored.tsv -o hyp.txt
       asrpriv select-nbest --references ref.txt part.tsv -o part.ref
     """
-    from asrpriv.errors import AsrprivError
-    from asrpriv.io import select
-    from asrpriv.io.output import open_output
+    from asrpriv.io.select import SelectNbestSettings, select_nbest as run
 
-    modes = [m for m, on in (("--best", best), ("--references", ref_path),
-                             ("--reference-rows", rows_path), ("--list-clients", list_clients)) if on]
-    if len(modes) > 1:
-        raise AsrprivError(f"give one of {', '.join(modes)}")
-    if (every or others) and not list_clients:
-        raise AsrprivError("--every and --others apply to --list-clients")
-    if others and not every:
-        raise AsrprivError("--others needs --every K")
-    if top and modes:
-        raise AsrprivError(f"--top selects rows of the TSV output, not of {modes[0]}")
-    keep = set(clients.replace(",", " ").split()) if clients is not None else None
-    drop = set(exclude_clients.replace(",", " ").split()) if exclude_clients else set()
-    reader, utterances = select.select_utterances(input_path, keep, drop, max_per_client)
-    with open_output(output) as out:
-        if best:
-            out.writelines(select.best_lines(reader, utterances))
-        elif ref_path:
-            out.writelines(select.reference_lines(utterances, ref_path))
-        elif rows_path:
-            out.writelines(select.reference_rows(reader, utterances, rows_path))
-        elif list_clients:
-            if "client" not in reader.index:
-                raise AsrprivError(f"{input_path}: no 'client' column")
-            names = sorted({utt.client for utt in utterances})
-            if every:
-                names = select.every_kth(names, every, others)
-            out.writelines(f"{name}\n" for name in names)
-        else:
-            select.write_nbest(reader, utterances, out, top)
+    run(SelectNbestSettings(input=input_path, clients=clients, exclude_clients=exclude_clients,
+                            max_per_client=max_per_client, top=top, best=best,
+                            references=ref_path, reference_rows=rows_path,
+                            list_clients=list_clients, every=every, others=others, output=output))

@@ -52,10 +52,9 @@ def select_text(input_path, ids, id_regex, exclude_id_regex, max_words_per_line,
       asrpriv select-text --count-words train.txt
       asrpriv select-text --max-words-per-line 4 eval.ref -o short.ref
     """
-    from asrpriv.errors import AsrprivError
-    from asrpriv.io import select
-    from asrpriv.io.output import open_output
+    from asrpriv.io.select import SelectTextSettings, select_text as run
 
+<<<<<<< HEAD
     if sum(map(bool, (count_words, vocab, membership))) > 1:
         raise AsrprivError("give one of --count-words, --vocab, --classes")
     if (words_of or spread) and not max_words:
@@ -76,3 +75,10 @@ def select_text(input_path, ids, id_regex, exclude_id_regex, max_words_per_line,
             out.writelines(select.map_lines(lines, read_class_map(membership), ids))
         else:
             out.writelines(f"{line}\n" for line in lines)
+=======
+    run(SelectTextSettings(input=input_path, ids=ids, id_regex=id_regex,
+                           exclude_id_regex=exclude_id_regex, every=every, drop_every=drop_every,
+                           max_words=max_words, words_of=words_of, spread=spread,
+                           count_words=count_words, vocab=vocab, classes=membership,
+                           output=output))
+>>>>>>> i26

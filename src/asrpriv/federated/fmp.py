@@ -21,7 +21,7 @@ t = 0..T:
    DP rows use beta = 0: an exact personal cache would make later releases depend on earlier
    rounds' utterances.
 
-:func:`run_rounds` runs all of it for every client in one process and writes, in RUN:
+:func:`fmp_rounds` (the step's entry, settings :class:`FmpRoundsSettings`) runs all of it for every client in one process and writes, in RUN:
 ``groups/part-t.tsv``, ``rescored-t.tsv``, ``new-t/C.counts``, ``cache-t/C.counts``,
 ``qbar-t.counts`` (with DP also ``noisy-new-t.counts``), ``factors-t/C.tsv`` and ``hyp.txt``
 (every utterance's best hypothesis, round by round: Kaldi text). The files are those the
@@ -33,7 +33,7 @@ from __future__ import annotations
 import math
 import os
 import shutil
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable, Iterable
 
 from asrpriv.errors import AsrprivError
@@ -181,12 +181,10 @@ class FmpRescorer:
 
         factors = None
         if factors_file or factors_dir:
-            from asrpriv.provenance import check_read_files
             from asrpriv.rescore.factors import FactorTable
 
-            check_read_files([factors_file, factors_dir], self.allow_seeded)
-
-            factors = FactorTable(self.scorer.vocab, factors_file, factors_dir, "ignore", "cpu")
+            factors = FactorTable(self.scorer.vocab, factors_file, factors_dir, "ignore", "cpu",
+                                  self.allow_seeded)
         rescorer = Rescorer(self.weights, self.scorer, None, factors)
         with open_output(out) as stream:
             rescorer.run([nbest], stream)
@@ -245,9 +243,13 @@ def global_counts(client_counts: Iterable[str], t: int, out: str, settings: FmpS
 
 def check_run(settings: FmpSettings, rounds: int, inputs: Iterable[str], run_dir: str) -> None:
     """What every FMP run checks first: the settings, T >= 1, the input files, a new or
-    empty run directory."""
+    empty run directory. Seeded noise is said on stderr (even with -q) before anything."""
+    if settings.noise_seed is not None and settings.epsilon:
+        from asrpriv.talk import seeded_warning
+
+        seeded_warning(f"--noise-seed {settings.noise_seed}")
     settings.validate()
-    if rounds < 1:
+    if isinstance(rounds, bool) or not isinstance(rounds, int) or rounds < 1:
         raise AsrprivError("--rounds must be >= 1")
     for path in inputs:
         if not os.path.isfile(path):
@@ -256,19 +258,64 @@ def check_run(settings: FmpSettings, rounds: int, inputs: Iterable[str], run_dir
         raise AsrprivError(f"--run-dir {run_dir}: not empty (give a new directory)")
 
 
+@dataclass
+class FmpRoundsSettings:
+    """The settings of an FMP run (``fmp-rounds``; ``fl-fmp`` holds them too).
+
+    Attributes:
+        nbest: the clients' N-best lists (a ``client`` column), in time order per client.
+        nnlm, weights: the neural LM and the score weights of the rescoring.
+        background: public background unigram counts u (fma-adapt --background).
+        run_dir: new or empty; the files of the module doc are written there.
+        rounds: T (the lists are cut into T+1 parts).
+        round: the round's own settings (:class:`FmpSettings`).
+    """
+
+    nbest: str
+    nnlm: str
+    weights: str
+    background: str
+    run_dir: str
+    rounds: int
+    round: FmpSettings = field(default_factory=FmpSettings)
+
+    def check(self) -> None:
+        """:func:`check_run` of these settings."""
+        check_run(self.round, self.rounds, (self.nbest, self.nnlm, self.weights, self.background),
+                  self.run_dir)
+
+
+@dataclass
+class FmpRoundsResult:
+    """What :func:`fmp_rounds` did: ``hyp`` (RUN/hyp.txt) and the clients counted per round."""
+
+    hyp: str
+    counted: list[int] = field(default_factory=list)
+
+
 def run_rounds(nbest: str, nnlm: str, weights: str, background: str, run_dir: str,
                rounds: int, settings: FmpSettings, drop: Iterable[tuple[str, int]] = (),
                talk: Callable[[str], None] = lambda s: None) -> str:
-    """FMP's T = ``rounds`` rounds for every client of ``nbest`` (a ``client`` column) in one
-    process; writes the files listed in the module doc into ``run_dir`` (new or empty) and
-    returns ``run_dir/hyp.txt``.
+    """:func:`fmp_rounds` with the run's settings as arguments; returns ``run_dir/hyp.txt``."""
+    return fmp_rounds(FmpRoundsSettings(nbest, nnlm, weights, background, run_dir, rounds,
+                                        settings), drop, talk).hyp
+
+
+def fmp_rounds(run: FmpRoundsSettings, drop: Iterable[tuple[str, int]] = (),
+               talk: Callable[[str], None] = lambda s: None) -> FmpRoundsResult:
+    """``fmp-rounds``: FMP's T = ``run.rounds`` rounds for every client of ``run.nbest`` (a
+    ``client`` column) in one process; writes the files listed in the module doc into
+    ``run.run_dir`` (new or empty); every check first (:meth:`FmpRoundsSettings.check`).
 
     ``drop``: (client, t) pairs whose round-t counts never reach the server (a client that
     fails after rescoring): its cache carries over, and qbar^t lacks its counts.
     """
     from asrpriv.rescore.split import split_by_client
 
-    check_run(settings, rounds, (nbest, nnlm, weights, background), run_dir)
+    run.check()
+    nbest, nnlm, weights, background = run.nbest, run.nnlm, run.weights, run.background
+    run_dir, rounds, settings = run.run_dir, run.rounds, run.round
+    result = FmpRoundsResult(os.path.join(run_dir, "hyp.txt"))
     dropped = set(drop)
     join = lambda *parts: os.path.join(run_dir, *parts)  # noqa: E731
     split_by_client(nbest, rounds + 1, join("groups"), None, set(), None, None)
@@ -303,11 +350,11 @@ def run_rounds(nbest: str, nnlm: str, weights: str, background: str, run_dir: st
         for client, cache in sorted(caches.items()):
             client_factors(background, qbar, cache, join(f"factors-{t}", f"{client}.tsv"), settings)
         factors_dir = join(f"factors-{t}")
+        result.counted.append(len(new))
         talk(f"fmp-rounds: round {t}: {len(new)} client(s) counted")
     from asrpriv.io.output import open_output
 
-    hyp = join("hyp.txt")
-    with open_output(hyp) as stream:
+    with open_output(result.hyp) as stream:
         for t in range(rounds + 1):
             stream.writelines(best_lines(join(f"rescored-{t}.tsv")))
-    return hyp
+    return result

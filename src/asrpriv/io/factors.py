@@ -18,13 +18,14 @@ from asrpriv.io.words import escape, is_word, unescape
 FORMAT = "asrpriv-factors/2"
 
 
-def read_factors(path: str) -> tuple[dict[str, str], dict[str, float]]:
-    """Read ``(metadata, {word: log_factor})``; a bad line is an InputError with its line."""
+def read_factors(path: str, numbered_lines=None) -> tuple[dict[str, str], dict[str, float]]:
+    """Read ``(metadata, {word: log_factor})``; a bad line is an InputError with its line.
+    ``numbered_lines``: the file's ``(line number, line)`` pairs, when already being read."""
     meta: dict[str, str] = {}
     lines: dict[str, int] = {}
     factors: dict[str, float] = {}
     escaped = True
-    for lineno, line in iter_lines(path):
+    for lineno, line in (iter_lines(path) if numbered_lines is None else numbered_lines):
         if line.startswith("#"):
             if factors:
                 raise InputError(path, lineno, "metadata line after factor rows")

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Iterable as _Iterable
+from dataclasses import dataclass
 from typing import IO, Iterable, Iterator
 
 from asrpriv.errors import AsrprivError, InputError
@@ -99,6 +101,112 @@ def reference_rows(reader: NbestReader, utterances: Iterable, ref_path: str) -> 
         fields = line.split()
         if fields and fields[0] in client:
             yield f"{fields[0]}\t{client[fields[0]]}\t1\t{' '.join(fields[1:])}\n"
+
+
+@dataclass
+class SelectNbestSettings:
+    """The settings of ``select-nbest`` (one step entry: :func:`select_nbest`).
+
+    Attributes:
+        input: the N-best TSV (``-`` = stdin); columns are found by name.
+        clients / exclude_clients: keep only / drop these clients (a comma- or space-separated
+            string, or names); None keeps every client.
+        max_per_client: each client's first N utterances (file order).
+        top: the first N hypotheses of each utterance (by rank), in the TSV output only.
+        best / references / reference_rows / list_clients: what to write instead of the TSV
+            rows (at most one): each utterance's best hypothesis as Kaldi text, the lines of the
+            Kaldi text ``references``, an N-best TSV of the references of ``reference_rows``,
+            or the distinct clients, sorted.
+        every / others: with ``list_clients``, the 1st, (K+1)th, ... client, or the others.
+        output: where to write (``-`` = stdout; a file is written atomically).
+    """
+
+    input: str = "-"
+    clients: str | Iterable[str] | None = None
+    exclude_clients: str | Iterable[str] | None = None
+    max_per_client: int | None = None
+    top: int | None = None
+    best: bool = False
+    references: str | None = None
+    reference_rows: str | None = None
+    list_clients: bool = False
+    every: int | None = None
+    others: bool = False
+    output: str = "-"
+
+
+@dataclass
+class SelectResult:
+    """What a selection wrote: ``written`` records (utterances, lines or clients) to ``output``."""
+
+    output: str
+    written: int
+
+
+def _names(value: str | Iterable[str] | None) -> set[str] | None:
+    """Client names from ``"a,b c"`` or an iterable of names (None stays None)."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        return set(value.replace(",", " ").split())
+    if not isinstance(value, _Iterable):
+        raise AsrprivError(f"expected client names, got {type(value).__name__}")
+    return {str(v) for v in value}
+
+
+def _at_least_one(**values: int | None) -> None:
+    for name, value in values.items():
+        if value is not None and value < 1:
+            raise AsrprivError(f"--{name.replace('_', '-')} must be >= 1, got {value}")
+
+
+def _write_lines(out: IO[str], lines: Iterable[str]) -> int:
+    n = 0
+    for line in lines:
+        out.write(line)
+        n += 1
+    return n
+
+
+def select_nbest(s: SelectNbestSettings) -> SelectResult:
+    """``select-nbest``: the rows of some clients of an N-best TSV (an N-best TSV with the
+    input's header), or of the selected utterances the 1-best text, the references, reference
+    rows or the clients; see :class:`SelectNbestSettings`. Every check is here (AsrprivError;
+    InputError with file and line)."""
+    from asrpriv.io.output import open_output
+
+    modes = [m for m, on in (("--best", s.best), ("--references", s.references),
+                             ("--reference-rows", s.reference_rows),
+                             ("--list-clients", s.list_clients)) if on]
+    if len(modes) > 1:
+        raise AsrprivError(f"give one of {', '.join(modes)}")
+    if (s.every or s.others) and not s.list_clients:
+        raise AsrprivError("--every and --others apply to --list-clients")
+    if s.others and not s.every:
+        raise AsrprivError("--others needs --every K")
+    if s.top and modes:
+        raise AsrprivError(f"--top selects rows of the TSV output, not of {modes[0]}")
+    _at_least_one(max_per_client=s.max_per_client, top=s.top, every=s.every)
+    keep = _names(s.clients)
+    drop = _names(s.exclude_clients) or set()
+    reader, utterances = select_utterances(s.input, keep, drop, s.max_per_client)
+    with open_output(s.output) as out:
+        if s.best:
+            n = _write_lines(out, best_lines(reader, utterances))
+        elif s.references:
+            n = _write_lines(out, reference_lines(utterances, s.references))
+        elif s.reference_rows:
+            n = _write_lines(out, reference_rows(reader, utterances, s.reference_rows)) - 1
+        elif s.list_clients:
+            if "client" not in reader.index:
+                raise InputError(s.input, 1, "no 'client' column")
+            names = sorted({utt.client for utt in utterances})
+            if s.every:
+                names = every_kth(names, s.every, s.others)
+            n = _write_lines(out, (f"{name}\n" for name in names))
+        else:
+            n = write_nbest(reader, utterances, out, s.top)
+    return SelectResult(s.output, n)
 
 
 # ---------------------------------------------------------------------------- Kaldi text
@@ -206,6 +314,63 @@ def map_lines(lines: Iterable[str], class_map, ids: bool = True) -> Iterator[str
         yield " ".join(head + list(class_map.map_words(words))) + "\n"
 
 
+@dataclass
+class SelectTextSettings:
+    """The settings of ``select-text`` (one step entry: :func:`select_text`).
+
+    Filters apply in this order: ``id_regex`` / ``exclude_id_regex`` (``re.search`` on the
+    first field), ``every`` / ``drop_every`` (keep / drop lines K, 2K, ... of those kept),
+    ``max_words`` (about N words, lines taken evenly: every k-th line, or with ``spread``
+    line i when floor(i r) > floor((i-1) r); W = the words of ``words_of`` if given). The
+    output is the lines, or (at most one of) their word count (``count_words``), vocabulary
+    (``vocab``) or the lines with member words replaced by the class tokens of the membership
+    file ``classes`` (train-ngram --classes).
+    """
+
+    input: str = "-"
+    ids: bool = True
+    id_regex: str | None = None
+    exclude_id_regex: str | None = None
+    every: int | None = None
+    drop_every: int | None = None
+    max_words: int | None = None
+    words_of: str | None = None
+    spread: bool = False
+    count_words: bool = False
+    vocab: bool = False
+    classes: str | None = None
+    output: str = "-"
+
+
+def select_text(s: SelectTextSettings) -> SelectResult:
+    """``select-text``: select lines of (Kaldi) text and write them, or their word count,
+    vocabulary or class-mapped text; see :class:`SelectTextSettings`. ``written``: the lines
+    selected."""
+    from asrpriv.io.output import open_output
+
+    if sum(map(bool, (s.count_words, s.vocab, s.classes))) > 1:
+        raise AsrprivError("give one of --count-words, --vocab, --classes")
+    if (s.words_of or s.spread) and not s.max_words:
+        raise AsrprivError("--words-of and --spread apply to --max-words")
+    _at_least_one(max_words=s.max_words)
+    lines = select_lines(s.input, s.ids, s.id_regex, s.exclude_id_regex, s.every, s.drop_every)
+    if s.max_words:
+        total = count_words(s.words_of, s.ids) if s.words_of else None
+        lines = sample_lines(lines, s.max_words, s.ids, total, s.spread)
+    with open_output(s.output) as out:
+        if s.count_words:
+            out.write(f"{total_words(lines, s.ids)}\n")
+        elif s.vocab:
+            out.writelines(f"{w}\n" for w in vocabulary(lines, s.ids))
+        elif s.classes:
+            from asrpriv.ngram.classes import read_class_map
+
+            out.writelines(map_lines(lines, read_class_map(s.classes), s.ids))
+        else:
+            out.writelines(f"{line}\n" for line in lines)
+    return SelectResult(s.output, len(lines))
+
+
 def _compile(pattern: str | None, option: str):
     if pattern is None:
         return None
@@ -247,3 +412,70 @@ def pick_lowest(candidates: list[tuple[str, str]], key: str) -> tuple[str, list[
     best = min(range(len(values)), key=lambda i: (values[i], i))
     edge = len(values) > 1 and best in (0, len(values) - 1)
     return candidates[best][0], values, edge
+
+
+@dataclass
+class PickSettings:
+    """The settings of ``pick-best`` (one step entry: :func:`pick_best`).
+
+    Attributes:
+        candidates: ``"LABEL=REPORT"`` strings or (label, report path) pairs, in grid order.
+        key: the number compared, lowest wins (``wer``, ``ppl``, ...).
+        name: what the labels are (e.g. ``lambda``), for the messages.
+        output: where the best label is written (``-`` = stdout).
+    """
+
+    candidates: Iterable[str | tuple[str, str]] = ()
+    key: str = "wer"
+    name: str = "setting"
+    output: str = "-"
+
+
+@dataclass
+class PickResult:
+    """The best label, every candidate (label, value) in grid order, and whether the best is
+    on the edge of the grid (the first or last of two or more)."""
+
+    best: str
+    values: list[tuple[str, float]]
+    edge: bool
+    key: str
+    name: str
+
+    def summary(self) -> str:
+        """The line ``pick-best`` says on stderr."""
+        return (f"pick-best: {self.name} "
+                + ", ".join(f"{label}: {self.key} {v:.6g}" for label, v in self.values)
+                + f"; best {self.best}")
+
+    def edge_warning(self) -> str | None:
+        """The warning when the best lies on the edge of the grid (else None)."""
+        if not self.edge:
+            return None
+        return (f"best {self.name} {self.best} on the edge of the grid "
+                f"({' '.join(label for label, _ in self.values)}): consider widening it")
+
+
+def parse_candidate(arg: str | tuple[str, str]) -> tuple[str, str]:
+    """``"LABEL=REPORT"`` (or a pair) -> (label, path)."""
+    if isinstance(arg, tuple):
+        label, path = arg
+        sep = "="
+    else:
+        label, sep, path = str(arg).partition("=")
+    if not sep or not label or not path:
+        raise AsrprivError(f"expected LABEL=REPORT, got {arg!r}")
+    return str(label), str(path)
+
+
+def pick_best(s: PickSettings) -> PickResult:
+    """``pick-best``: write the label whose JSON report has the lowest ``key`` (ties: the
+    first given); see :class:`PickSettings` and :func:`pick_lowest`."""
+    from asrpriv.io.output import open_output
+
+    pairs = [parse_candidate(arg) for arg in s.candidates]
+    best, values, edge = pick_lowest(pairs, s.key)
+    with open_output(s.output) as out:
+        out.write(f"{best}\n")
+    return PickResult(best, [(label, v) for (label, _), v in zip(pairs, values)], edge,
+                      s.key, s.name)

@@ -1,7 +1,13 @@
 #!/usr/bin/env python3
-"""Tables 2-5 of paper 003 from the outputs of bin/sanitized-lm-experiment (OUT_DIR/results.md).
+"""Tables 2-5 of paper 003 from the outputs of bin/sanitized-lm-experiment (OUT_DIR/results.md),
+and the two computations the recipe needs before (its library half):
 
     python -m asrpriv.reports.sanitized_lm DATA OUT KEEP SEED BETA PRIOR REDUCED SECONDS NNLM_ARGS NNLM_WORDS ADAPT_ARGS FRACTION...
+    python -m asrpriv.reports.sanitized_lm split DATA SPLIT_DIR SEED HELDOUT_SHARE FRACTION...
+    python -m asrpriv.reports.sanitized_lm unk-penalty ARPA NBEST
+
+``split`` (:func:`split_meetings`): the recipe's split by whole meetings; ``unk-penalty``
+(:func:`unk_penalty`): ln of the N-best's word types outside an LM's vocabulary.
 
 Reads OUT/split/split.json, OUT/lm/*.sys and *.json (EM weights), OUT/eval/NAME.{ppl,wer}.json,
 NAME.vs.BASE.json (MAPSSWE) and NAME.perword.tsv / NAME.best.txt (entity words). Table 5's
@@ -40,9 +46,112 @@ PAPER4 = {"M1": {12: (31.9, 116), 15: (31.4, 107), 20: (29.6, 90)},
 PAPER5 = {"T5_M1+M2": (29.7, 95), "T5_M1+M2+M3": (29.6, 92), "T5_M1+M2+M4": (29.4, 86)}
 
 
+def _meeting(utt_line: str) -> str:
+    """The meeting of a Kaldi text line (ids ``<meeting>_<n>``)."""
+    return utt_line.split()[0].split("_")[0]
+
+
+def split_meetings(data: str, out: str, seed: int, heldout_share: float,
+                   fractions: list[int]) -> dict:
+    """Step 1 of bin/sanitized-lm-experiment: DATA/train_text split by whole meetings.
+
+    The scenario meetings (ES/IS/TS, the dev set's kind, as the paper's adaptation set matches
+    its test set) in sorted order, shuffled with ``seed``, give first the held-out slice
+    (``heldout_share`` % of all words), then the adaptation pool (max(fractions) % of what
+    remains for T, i.e. of T + pool); the rest and every non-scenario meeting form the training
+    set T. Adaptation set f = the pool's first meetings until f % of T's words. Writes OUT/NAME.txt
+    (the lines of NAME's meetings, as they are) and OUT/NAME_ne.tsv (their rows of
+    DATA/ne/train_ne.tsv) for NAME = train, heldout and adapt<f>, and OUT/split.json (word
+    counts and meetings, which it returns).
+    """
+    import random
+
+    with open(f"{data}/train_text", encoding="utf-8") as f:
+        lines = [line for line in f if line.strip()]
+    words: dict[str, int] = {}
+    for line in lines:
+        m = _meeting(line)
+        words[m] = words.get(m, 0) + len(line.split()) - 1
+    meetings = sorted(m for m in words if m[:2] in ("ES", "IS", "TS"))
+    random.Random(int(seed)).shuffle(meetings)
+    total = sum(words.values())
+    part, acc, i = {}, 0, 0
+    while acc < total * float(heldout_share) / 100:           # held-out slice
+        part[meetings[i]] = "heldout"
+        acc += words[meetings[i]]
+        i += 1
+    rest = total - acc
+    pool_target = rest * max(fractions) / (100 + max(fractions))   # pool = max% of what remains for T
+    pool, pacc = [], 0
+    while pacc < pool_target:
+        pool.append(meetings[i])
+        pacc += words[meetings[i]]
+        i += 1
+    for m in meetings[i:] + [m for m in words if m[:2] not in ("ES", "IS", "TS")]:
+        part[m] = "train"
+    t_words = total - acc - pacc
+    sets: dict[int, list[str]] = {f: [] for f in fractions}
+    stats: dict = {"words": total, "heldout": acc, "train": t_words}
+    for f in fractions:
+        n = 0
+        for m in pool:
+            if n >= t_words * f / 100:
+                break
+            sets[f].append(m)
+            n += words[m]
+        stats[f"adapt{f}"] = n
+
+    def write(name: str, keep: set[str]) -> None:
+        with open(f"{out}/{name}.txt", "w", encoding="utf-8") as o:
+            o.writelines(line for line in lines if _meeting(line) in keep)
+        ids = {line.split()[0] for line in lines if _meeting(line) in keep}
+        with open(f"{data}/ne/train_ne.tsv", encoding="utf-8") as src, \
+                open(f"{out}/{name}_ne.tsv", "w", encoding="utf-8") as o:
+            o.write(next(src))
+            o.writelines(row for row in src if row.split("\t")[0] in ids)
+
+    write("train", {m for m, p in part.items() if p == "train"})
+    write("heldout", {m for m, p in part.items() if p == "heldout"})
+    for f in fractions:
+        write(f"adapt{f}", set(sets[f]))
+    stats["meetings"] = {"heldout": sorted(m for m, p in part.items() if p == "heldout"),
+                         **{f"adapt{f}": sorted(sets[f]) for f in fractions}}
+    with open(f"{out}/split.json", "w", encoding="utf-8") as o:
+        json.dump(stats, o, indent=1)
+    return stats
+
+
+def unk_penalty(arpa: str, nbest: str) -> float:
+    """ln K, K = the word types of the N-best TSV's hypotheses outside the vocabulary of
+    ``arpa`` (its 1-grams, as ``finetune-lm --vocab`` reads them), at least 1: the
+    ``rescore-nbest --unk-penalty`` that spreads the NNLM's ``<unk>`` mass evenly over them."""
+    from asrpriv.io.nbest import NbestReader
+    from asrpriv.nnlm.vocab import read_word_list
+
+    vocab = set(read_word_list(arpa).words)
+    unknown = {w for utt in NbestReader(nbest) for h in utt.hyps for w in h.words
+               if w not in vocab}
+    return math.log(max(1, len(unknown)))
+
+
+def _helper(argv: list[str]) -> int:
+    """The recipe's ``split`` and ``unk-penalty`` (see the module doc)."""
+    if argv[0] == "split" and len(argv) >= 6:
+        data, out, seed, held, *fractions = argv[1:]
+        split_meetings(data, out, int(seed), float(held), [int(f) for f in fractions])
+        return 0
+    if argv[0] == "unk-penalty" and len(argv) == 3:
+        print(repr(unk_penalty(argv[1], argv[2])))
+        return 0
+    print(f"usage: see {__name__}'s doc: {argv[0]} got {argv[1:]}", file=sys.stderr)
+    return 2
+
+
 def main(argv: list[str] | None = None) -> int:
     if argv is None:
         argv = sys.argv[1:]
+    if argv and argv[0] in ("split", "unk-penalty"):
+        return _helper(argv)
     data, out, keep, seed, beta, prior, reduced, secs, nnlm_args, nnlm_words, adapt_args, *fr = argv
     fracs = [int(f) for f in fr]
     ev = f"{out}/eval"

@@ -30,6 +30,8 @@ class FactorTable:
         missing: ``"error"`` (a client without a file stops the step) or ``"ignore"``
             (that client's utterances are scored without factors).
         device: torch device of the vectors.
+        allow_seeded: accept factors made with seeded (repeatable, NOT private) test noise;
+            otherwise a file's privacy record is checked as it is read (each file once).
 
     Attributes:
         ignored_words: factor words outside the vocabulary, summed over the files loaded.
@@ -38,7 +40,7 @@ class FactorTable:
     """
 
     def __init__(self, vocab, factors_file: str | None = None, factors_dir: str | None = None,
-                 missing: str = "error", device: str = "cpu") -> None:
+                 missing: str = "error", device: str = "cpu", allow_seeded: bool = False) -> None:
         if (factors_file is None) == (factors_dir is None):
             raise ValueError("give exactly one of factors_file and factors_dir")
         if factors_dir is not None and not os.path.isdir(factors_dir):
@@ -48,6 +50,7 @@ class FactorTable:
         self.factors_dir = factors_dir
         self.missing = missing
         self.device = device
+        self.allow_seeded = allow_seeded
         self.ignored_words = 0
         self.files_loaded = 0
         self.missing_clients: set[str] = set()
@@ -79,7 +82,11 @@ class FactorTable:
             return vec
         import torch
 
-        _meta, factors = read_factors(path)
+        meta, factors = read_factors(path)
+        if path not in self._seen:
+            from asrpriv.provenance import Inputs
+
+            Inputs(self.allow_seeded).add_factors(path, meta)
         ids, values = [], []
         index = self.vocab._index if hasattr(self.vocab, "_index") else None
         for word, value in factors.items():

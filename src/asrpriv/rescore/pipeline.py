@@ -403,7 +403,7 @@ def rescore_nbest(s: RescoreSettings, verbose: bool = False, progress=None) -> R
 
     check_rescore_settings(s)
     ngram = tuple(s.ngram)
-    check_read_files([s.nnlm, *ngram, s.factors, s.factors_dir], s.allow_seeded)
+    check_read_files([s.nnlm, *ngram], s.allow_seeded)  # factors: as FactorTable reads them
     ngram_classes = pair_classes(ngram, tuple(s.class_files))
     if s.ngram_weights is not None and not ngram:
         raise AsrprivError("--ngram-weights needs --ngram LMs")
@@ -464,7 +464,7 @@ def rescore_nbest(s: RescoreSettings, verbose: bool = False, progress=None) -> R
         from asrpriv.rescore.factors import FactorTable
 
         factors = FactorTable(nnlm_scorer.vocab, s.factors, s.factors_dir, s.missing_factors,
-                              s.device)
+                              s.device, s.allow_seeded)
         if s.factors:
             factors.vector(s.factors)  # a bad factors file fails before any output
 

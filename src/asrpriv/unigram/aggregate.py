@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from asrpriv.errors import AsrprivError
 from asrpriv.io.counts import read_counts
-from asrpriv.unigram.meta import merge, refuse_seeded
+from asrpriv.provenance import Inputs
+from asrpriv.unigram.meta import merge
 
 
 def sum_counts(parts: list[dict[str, float]]) -> dict[str, float]:
@@ -28,10 +29,11 @@ def aggregate_files(paths: list[str], disjoint: bool = False,
         raise AsrprivError("stdin ('-') can be read only once")
     metas = []
     parts = []
+    inputs = Inputs(allow_seeded)
     for path in paths:
         meta, counts = read_counts(path, allow_empty=allow_empty)
         name = path if path != "-" else "<stdin>"
-        refuse_seeded(name, meta, allow_seeded)
+        inputs.add_counts(path, meta)
         metas.append((name, meta))
         parts.append(counts)
     return merge(metas, disjoint), sum_counts(parts)

@@ -28,7 +28,6 @@ from asrpriv.errors import AsrprivError
 from asrpriv.privacy.history import History, check_partition, labels_overlap, partition_string
 
 FORMAT = "asrpriv-counts/2"
-SEEDED_FLAG = "--allow-seeded-test-noise"
 
 #: keys whose values must agree for counts to be summed
 MUST_AGREE = ("unit", "max_l1", "grid", "noise")
@@ -56,13 +55,6 @@ def with_history(meta: dict[str, str], history: History) -> dict[str, str]:
     from asrpriv.privacy.state import PrivacyState, to_meta
 
     return to_meta(meta, PrivacyState(history, frozenset()))
-
-
-def refuse_seeded(name: str, meta: dict[str, str], allowed: bool) -> None:
-    """Refuse an input made with seeded (repeatable, NOT private) noise unless allowed."""
-    if meta.get("seeded") == "1" and not allowed:
-        raise AsrprivError(f"{name} contains seeded test noise (#seeded=1), which is NOT private "
-                           f"(the noise can be recomputed); pass {SEEDED_FLAG} if this is a test")
 
 
 def merge(metas: list[tuple[str, dict[str, str]]], disjoint: bool = False) -> dict[str, str]:

@@ -177,9 +177,9 @@ def laplace_release(meta: dict[str, str], counts: dict[str, float], vocab: list[
     """One Laplace release of in-memory counts over ``vocab`` (``name`` names them in errors):
     refuses seeded inputs unless ``allow_seeded``; returns (metadata, noisy counts, report)."""
     from asrpriv.privacy.randomness import noise_rng
-    from asrpriv.unigram.meta import refuse_seeded
+    from asrpriv.provenance import Inputs
 
-    refuse_seeded(name, meta, allow_seeded)
+    Inputs(allow_seeded).add_counts(name, meta)
     return laplace_counts(meta, counts, vocab, epsilon, noise_rng(seed), sensitivity,
                           clamp=clamp, seeded=seed is not None)
 
@@ -190,8 +190,8 @@ def add_noise_counts(s: LaplaceSettings) -> LaplaceResult:
     release to the privacy history, write ``output``."""
     from asrpriv.io.counts import read_counts, read_wordlist, write_counts
     from asrpriv.io.output import open_output
+    from asrpriv.provenance import Inputs
     from asrpriv.talk import seeded_warning
-    from asrpriv.unigram.meta import refuse_seeded
 
     if s.epsilon is None or s.vocab is None:
         missing = [name for name, value in (("--epsilon EPS (the privacy budget of this release)",
@@ -208,7 +208,7 @@ def add_noise_counts(s: LaplaceSettings) -> LaplaceResult:
         seeded_warning(f"--seed {s.seed}")
     meta, counts = read_counts(s.input)
     name = s.input if s.input != "-" else "<stdin>"
-    refuse_seeded(name, meta, s.allow_seeded)
+    Inputs(s.allow_seeded).add_counts(s.input, meta)
     vocab = read_wordlist(s.vocab)
     new_meta, noisy, report = laplace_release(meta, counts, vocab, eps, s.seed, sens, s.clamp,
                                               True, name)
