@@ -54,31 +54,9 @@ def select_text(input_path, ids, id_regex, exclude_id_regex, max_words_per_line,
     """
     from asrpriv.io.select import SelectTextSettings, select_text as run
 
-<<<<<<< HEAD
-    if sum(map(bool, (count_words, vocab, membership))) > 1:
-        raise AsrprivError("give one of --count-words, --vocab, --classes")
-    if (words_of or spread) and not max_words:
-        raise AsrprivError("--words-of and --spread apply to --max-words")
-    lines = select.select_lines(input_path, ids, id_regex, exclude_id_regex, every, drop_every,
-                                max_words_per_line)
-    if max_words:
-        total = select.count_words(words_of, ids) if words_of else None
-        lines = select.sample_lines(lines, max_words, ids, total, spread)
-    with open_output(output) as out:
-        if count_words:
-            out.write(f"{select.total_words(lines, ids)}\n")
-        elif vocab:
-            out.writelines(f"{w}\n" for w in select.vocabulary(lines, ids))
-        elif membership:
-            from asrpriv.ngram.classes import read_class_map
-
-            out.writelines(select.map_lines(lines, read_class_map(membership), ids))
-        else:
-            out.writelines(f"{line}\n" for line in lines)
-=======
     run(SelectTextSettings(input=input_path, ids=ids, id_regex=id_regex,
-                           exclude_id_regex=exclude_id_regex, every=every, drop_every=drop_every,
-                           max_words=max_words, words_of=words_of, spread=spread,
-                           count_words=count_words, vocab=vocab, classes=membership,
-                           output=output))
->>>>>>> i26
+                           exclude_id_regex=exclude_id_regex,
+                           max_words_per_line=max_words_per_line, every=every,
+                           drop_every=drop_every, max_words=max_words, words_of=words_of,
+                           spread=spread, count_words=count_words, vocab=vocab,
+                           classes=membership, output=output))

@@ -319,7 +319,7 @@ class SelectTextSettings:
     """The settings of ``select-text`` (one step entry: :func:`select_text`).
 
     Filters apply in this order: ``id_regex`` / ``exclude_id_regex`` (``re.search`` on the
-    first field), ``every`` / ``drop_every`` (keep / drop lines K, 2K, ... of those kept),
+    first field), ``max_words_per_line`` (lines of at most N words), ``every`` / ``drop_every`` (keep / drop lines K, 2K, ... of those kept),
     ``max_words`` (about N words, lines taken evenly: every k-th line, or with ``spread``
     line i when floor(i r) > floor((i-1) r); W = the words of ``words_of`` if given). The
     output is the lines, or (at most one of) their word count (``count_words``), vocabulary
@@ -331,6 +331,7 @@ class SelectTextSettings:
     ids: bool = True
     id_regex: str | None = None
     exclude_id_regex: str | None = None
+    max_words_per_line: int | None = None
     every: int | None = None
     drop_every: int | None = None
     max_words: int | None = None
@@ -353,7 +354,8 @@ def select_text(s: SelectTextSettings) -> SelectResult:
     if (s.words_of or s.spread) and not s.max_words:
         raise AsrprivError("--words-of and --spread apply to --max-words")
     _at_least_one(max_words=s.max_words)
-    lines = select_lines(s.input, s.ids, s.id_regex, s.exclude_id_regex, s.every, s.drop_every)
+    lines = select_lines(s.input, s.ids, s.id_regex, s.exclude_id_regex, s.every, s.drop_every,
+                         s.max_words_per_line)
     if s.max_words:
         total = count_words(s.words_of, s.ids) if s.words_of else None
         lines = sample_lines(lines, s.max_words, s.ids, total, s.spread)
