@@ -371,3 +371,24 @@ def test_agrees_with_sclite_and_sc_stats(tmp_path, name):
     assert c["wer_a"] == pytest.approx(100 * counts_a["errors"] / counts_a["ref_words"])
     assert c["wer_b"] == pytest.approx(100 * peer["b.trn"][0]["errors"] / counts_a["ref_words"])
     assert c["significant"] == (abs(c["z"]) > 1.959964)
+
+
+def test_lcs_bound_shortcut_agrees_with_brute_force():
+    """count_errors' shortcut (unit path proven sclite-optimal by the LCS bound) never changes
+    the counts: compared with sclite_align's path counts on pairs with many substitutions."""
+    from asrpriv.wer.alignment import _unit_path_is_sclite_optimal
+
+    rng = random.Random(11)
+    hit = 0
+    for _ in range(600):
+        ref = [rng.choice("abcdefgh") for _ in range(rng.randint(2, 14))]
+        hyp = [w if rng.random() < 0.6 else rng.choice("abcdefghij") for w in ref]
+        if rng.random() < 0.5:
+            del hyp[rng.randrange(len(hyp))]
+        s, d, i = count_errors(ref, hyp)
+        assert 4 * s + 3 * (d + i) == _weighted(ref, hyp)
+        ps, pd, pi = counts_of(sclite_align(ref, hyp))
+        if s >= 2 and _unit_path_is_sclite_optimal(ref, hyp, s, d):
+            hit += 1
+            assert (s, d, i) == (ps, pd, pi)   # unique counts when the bound is reached
+    assert hit > 50   # the shortcut is exercised
