@@ -265,3 +265,39 @@ def rank_tests(distances, labels, mean_rank: float, per_class: dict, count: int,
     return {"permutation": {"test": RANK_TEST, "seed": seed, **summary.as_dict()},
             "bootstrap_ci95": [lo, hi], "bootstrap_resamples": count,
             "bootstrap_test": RANK_BOOTSTRAP}
+
+
+# -- tests of an audit made without them -----------------------------------------------------------
+
+def add_saved_tests(report: dict, assignments_path: str, labels_path: str, count: int = 999) -> dict:
+    """The tests of an audit made without ``--permutations``, from what it saved.
+
+    The cluster tests need only the assignment (``assignments.tsv``) and the labels: they are
+    the same tests as :func:`cluster_tests` (same seed streams), computed afterwards. The rank
+    test's permutation null needs the distances, which an audit does not keep: only the
+    bootstrap interval over the per-class mean ranks is added. Keys added to REPORT (returned):
+    ``permutation`` (with ``"post_hoc": True``) and, under ``rank``, ``bootstrap_ci95``.
+    """
+    from asrpriv.audit.run import read_labels
+    from asrpriv.io.lines import iter_lines
+
+    seed = (report.get("settings") or {}).get("seed")
+    if "permutation" not in report:
+        items, assignment = [], []
+        for lineno, line in iter_lines(assignments_path):
+            parts = line.split("\t")
+            if lineno == 1 and parts[0] == "item":
+                continue
+            if len(parts) >= 2:
+                items.append(parts[0])
+                assignment.append(int(parts[1]))
+        columns, rows = read_labels(labels_path)
+        names = [c for c in columns if c in (report.get("labels") or {})]
+        labels = {c: [rows[item][columns.index(c)] for item in items] for c in names}
+        report["permutation"] = {**cluster_tests(assignment, labels, names, count, seed), "post_hoc": True}
+    rank = report.get("rank")
+    if rank and "bootstrap_ci95" not in rank and rank.get("per_class"):
+        lo, hi = bootstrap_interval(list(rank["per_class"].values()), count, rng_for(seed, _STREAM_BOOTSTRAP))
+        rank.update({"bootstrap_ci95": [lo, hi], "bootstrap_resamples": count,
+                     "bootstrap_test": RANK_BOOTSTRAP, "post_hoc": True})
+    return report

@@ -30,11 +30,22 @@ METHOD = {"random": "Random", "divisive": "Method 1 (divisive)", "constrained": 
 
 
 def load(out: str, name: str, method: str) -> dict | None:
+    """One audit's report.json; an audit made without permutation tests gets them here, from its
+    saved assignment and the run's labels (:func:`asrpriv.audit.permutation.add_saved_tests`:
+    the same cluster tests, and the rank's bootstrap interval; the rank's permutation test needs
+    distances that were not kept)."""
     path = os.path.join(out, "audit", name, method, "report.json")
     if not os.path.exists(path):
         return None
     with open(path, encoding="utf-8") as f:
-        return json.load(f)
+        report = json.load(f)
+    assignments = os.path.join(os.path.dirname(path), "assignments.tsv")
+    labels = os.path.join(out, "data", "labels.tsv")
+    if "permutation" not in report and os.path.exists(assignments) and os.path.exists(labels):
+        from asrpriv.audit.permutation import add_saved_tests
+
+        add_saved_tests(report, assignments, labels)
+    return report
 
 
 NO_TEST = "(no test)"
@@ -84,7 +95,11 @@ def rank(r: dict | None) -> str:
     if not k:
         return "–"
     if "permutation" not in k:
-        return f"{k['mean_rank']:.2f} {NO_TEST} (chance {k['chance_rank']:.1f})"
+        if "bootstrap_ci95" not in k:
+            return f"{k['mean_rank']:.2f} {NO_TEST} (chance {k['chance_rank']:.1f})"
+        lo, hi = k["bootstrap_ci95"]
+        return (f"{k['mean_rank']:.2f} [{lo:.2f}, {hi:.2f}], no permutation test (distances not kept) "
+                f"(chance {k['chance_rank']:.1f})")
     lo, hi = k["bootstrap_ci95"]
     return (f"{k['mean_rank']:.2f} [{lo:.2f}, {hi:.2f}], {fmt_p(k['permutation']['p'])} "
             f"(chance {k['chance_rank']:.1f})")
@@ -101,19 +116,28 @@ def tests_paragraph(reports: list[dict]) -> str:
                 "older asrpriv); the probe's intervals are Wilson (accuracy) and bootstrap (AUC) 95% intervals.\n")
     n = " or ".join(str(p) for p in perms) or "–"
     smallest = " or ".join(f"{1 / (p + 1):.3g}" for p in perms) or "–"
+    boots = sorted({r["rank"]["bootstrap_resamples"] for r in reports
+                    if (r.get("rank") or {}).get("bootstrap_resamples")})
     nr = " or ".join(str(p) for p in ranks) or "–"
+    nb = " or ".join(str(p) for p in boots) or "–"
     partial = any(not r.get("permutation") or (r.get("rank") and "permutation" not in r["rank"]) for r in reports)
+    post_hoc = any((r.get("permutation") or {}).get("post_hoc") for r in reports)
     return (f"**Tests** (one-sided; each p-value is the add-one estimate (1 + #{{permutations at least as extreme}}) / "
             f"(N + 1), so the smallest possible is 1 / (N + 1) = {smallest}). Purity and pure clusters: a "
             f"permutation test with N = {n} permutations (seed {', '.join(seeds)}): the clusters held fixed, the "
             "label column (speaker, main meeting or gender) permuted over the items; *null* is the permutations' "
             "mean purity and central 95% range, what clusters of these sizes give by chance. Mean speaker rank: "
-            f"a percentile bootstrap 95% interval over speakers ({nr} resamples; each speaker's query gives one "
+            f"a percentile bootstrap 95% interval over speakers ({nb} resamples; each speaker's query gives one "
             f"per-speaker mean rank) and a permutation test with N = {nr} permutations: the speaker labels permuted "
             "over the items and the whole rank test rerun (random pairs and distractors) on the same distances. "
             "Gender probe: accuracy with a Wilson 95% interval, AUC with a bootstrap 95% interval over items (1,000 "
             "resamples). The p-values are per cell, not corrected for the number of cells."
-            + (f" {NO_TEST}: that audit was made without permutation tests." if partial else "") + "\n")
+            + (f" {NO_TEST}: that audit was made without permutation tests." if partial and not post_hoc else "")
+            + (" Audits made without `--permutations` (an asrpriv older than these tests) got the cluster tests "
+               "afterwards from their saved assignments and the run's labels (the same test and seed streams: "
+               "`asrpriv.audit.permutation.add_saved_tests`) and the rank's bootstrap interval from their "
+               "per-speaker mean ranks; the rank's permutation test needs the distances, which they did not keep, "
+               "so those cells say so." if post_hoc else "") + "\n")
 
 
 def main(argv: list[str] | None = None) -> int:
