@@ -77,7 +77,7 @@ import numpy as np
 
 from asrpriv.errors import InputError
 from asrpriv.ngram.mix import LOG10_ZERO, MixedArpa, MixedOrder
-from asrpriv.ngram.packed import PackedArpa, lookup, row_codes
+from asrpriv.ngram.packed import PackedArpa, lookup, row_codes, stable_argsort
 
 
 @dataclass
@@ -175,6 +175,9 @@ def closed_rows(model: PackedArpa) -> tuple[list[np.ndarray], list[np.ndarray | 
             rows[n - 1], perm = _sorted_unique(rows[n - 1], v)
             # B's rows come first in the concatenation, so equal rows resolve to B's index
             perms[n - 1] = None if len(rows[n - 1]) != len(model.orders[n - 1].ids) else perm
+        elif model.orders[n - 1].sorted_index is not None:  # sorted by the reader (no duplicates)
+            perms[n - 1] = model.orders[n - 1].sorted_index
+            rows[n - 1] = rows[n - 1][perms[n - 1]]
         else:
             rows[n - 1], perms[n - 1] = _sorted_unique(rows[n - 1], v)
         if n > 2:
@@ -189,8 +192,7 @@ def _sorted_unique(rows: np.ndarray, v: int) -> tuple[np.ndarray, np.ndarray]:
     codes = row_codes([rows], v)[0]
     if (codes[1:] > codes[:-1]).all():  # already sorted (and unique)
         return rows, np.arange(len(rows))
-    srt = np.argsort(codes, kind="stable")
-    codes = codes[srt]
+    srt, codes = stable_argsort(codes)
     first = np.concatenate([[True], codes[1:] != codes[:-1]])
     return rows[srt[first]], srt[first]
 
@@ -223,19 +225,20 @@ def adapt_arpa(model: PackedArpa, marg: Marginals, beta: float, reversed_: bool 
     listed_logp, bows = [], []
     for n, r in enumerate(rows, 1):
         order = model.orders[n - 1]
-        if perms[n - 1] is not None:  # the closure added nothing to this order
-            hit = perms[n - 1]
-        else:
-            table, query = row_codes([order.ids, r], v)
-            srt = np.argsort(table, kind="stable")
-            hit = lookup(table[srt], query)
-            hit = np.where(hit >= 0, srt[np.maximum(hit, 0)], -1)
+        if perms[n - 1] is not None:  # the closure added nothing to this order: all listed
+            listed_logp.append(order.logp[perms[n - 1]])
+            bows.append(np.nan_to_num(order.bow[perms[n - 1]], nan=0.0))
+            continue
+        table, query = row_codes([order.ids, r], v)
+        srt, table = stable_argsort(table)
+        hit = lookup(table, query)
+        hit = np.where(hit >= 0, srt[np.maximum(hit, 0)], -1)
         found = hit >= 0
         listed_logp.append(np.where(found, order.logp[np.maximum(hit, 0)], np.nan))
         bows.append(np.where(found, np.nan_to_num(order.bow[np.maximum(hit, 0)], nan=0.0), 0.0))
 
-    def scaled(logp: np.ndarray) -> np.ndarray:
-        return logp * g if g != 0 else np.zeros_like(logp)
+    def scaled(logp: np.ndarray) -> np.ndarray:  # x * 1.0 is x: no product for the standard FMA
+        return logp if g == 1.0 else logp * g if g != 0 else np.zeros_like(logp)
 
     # order 1: the empty context
     log_pb_full = listed_logp[0]
@@ -246,7 +249,7 @@ def adapt_arpa(model: PackedArpa, marg: Marginals, beta: float, reversed_: bool 
     for n in range(2, model.order + 1):
         r, ctx = rows[n - 1], rows[n - 2]
         if n == 2:  # the contexts are the unigrams: row index = word id
-            prefix, suffix = r[:, 0], r[:, 1]
+            prefix, suffix = np.ascontiguousarray(r[:, 0]), np.ascontiguousarray(r[:, 1])
         else:
             pre_q, suf_q, ctx_c = row_codes([r[:, :-1], r[:, 1:], ctx], v)
             prefix, suffix = lookup(ctx_c, pre_q), lookup(ctx_c, suf_q)
@@ -280,35 +283,202 @@ def suffix_of(rows: np.ndarray, lower: np.ndarray, v: int) -> np.ndarray:
     return idx
 
 
-def write_arpa_lines(out, model: MixedArpa, precision: int | None = 7, chunk: int = 1 << 17) -> None:
+def write_arpa_lines(out, model: MixedArpa, precision: int | None = 7, chunk: int = 1 << 16) -> None:
     """Write ``model`` as ARPA text, the same text as :meth:`MixedArpa.write` (probability 0 and
-    ``<s>`` as -99, ``precision`` digits after the point, or ``repr`` with None).
+    ``<s>`` as -99, ``precision`` digits after the point, or ``repr`` with None), to a text or
+    binary stream (a UTF-8 text stream with a ``buffer`` gets the bytes directly).
 
-    Each chunk of rows is one ``%`` formatting of a repeated row template over a flat tuple
-    (``"%.7f\t%s %s\n" * rows % values``): the floats are formatted in C exactly as
-    ``format(x, ".7f")`` / ``repr`` do, without a Python call per row (1.9x faster than the
-    chained ``map(operator.add, ...)`` it replaces, same bytes).
+    With 1 to 8 digits (the step's default is 7) the rows are built in numpy
+    (:class:`_RowWriter`): every number as ``%.{precision}f`` formats it, exactly, and the words
+    as bytes, into a NUL-padded byte matrix whose NULs are then dropped. Otherwise (``repr``,
+    more digits, huge numbers, a word with a NUL) each chunk of rows is one ``%`` formatting of
+    a repeated row template over a flat tuple (``"%.7f\t%s %s\n" * rows % values``), the
+    floats formatted in C as ``format(x, ".7f")`` / ``repr`` do.
     """
+    import io
+
     from asrpriv.ngram.arpa import write_header
 
-    write_header(out, model.counts())
+    sink = _byte_sink(out)
+    header = io.StringIO()
+    write_header(header, model.counts())
+    sink(header.getvalue().encode("utf-8"))
     words = model.words
+    vocab = _word_matrix(words) if precision is not None and 1 <= precision <= 8 else None
     num = "%r" if precision is None else f"%.{int(precision)}f"
     for n, order in enumerate(model.orders, 1):
-        out.write(f"\\{n}-grams:\n")
+        sink(f"\\{n}-grams:\n".encode("utf-8"))
         logp = np.maximum(np.where(np.isfinite(order.logp), order.logp, LOG10_ZERO), LOG10_ZERO)
         has_bow = not np.isnan(order.bow).all()
-        bow = np.maximum(np.nan_to_num(order.bow, nan=0.0), LOG10_ZERO)
-        row = num + "\t" + " ".join(["%s"] * n) + ("\t" + num if has_bow else "") + "\n"
+        bow = np.maximum(np.nan_to_num(order.bow, nan=0.0), LOG10_ZERO) if has_bow else None
+        rows = None if vocab is None else _RowWriter(vocab, n, precision, has_bow, chunk)
+        template = num + "\t" + " ".join(["%s"] * n) + ("\t" + num if has_bow else "") + "\n"
         fields = 1 + n + has_bow
         for start in range(0, len(logp), chunk):
             stop = min(start + chunk, len(logp))
-            flat: list = [None] * (fields * (stop - start))
-            flat[0::fields] = logp[start:stop].tolist()
-            for j in range(n):
-                flat[1 + j::fields] = map(words.__getitem__, order.ids[start:stop, j].tolist())
-            if has_bow:
-                flat[n + 1::fields] = bow[start:stop].tolist()
-            out.write(row * (stop - start) % tuple(flat))
-        out.write("\n")
-    out.write("\\end\\\n")
+            ids = order.ids[start:stop]
+            part_bow = None if bow is None else bow[start:stop]
+            text = None if rows is None else rows.format(logp[start:stop], ids, part_bow)
+            if text is None:
+                flat: list = [None] * (fields * (stop - start))
+                flat[0::fields] = logp[start:stop].tolist()
+                for j in range(n):
+                    flat[1 + j::fields] = map(words.__getitem__, ids[:, j].tolist())
+                if has_bow:
+                    flat[n + 1::fields] = part_bow.tolist()
+                text = (template * (stop - start) % tuple(flat)).encode("utf-8")
+            sink(text)
+        sink(b"\n")
+    sink(b"\\end\\\n")
+
+
+def _word_matrix(words: list[str]) -> np.ndarray | None:
+    """The UTF-8 bytes of the words as rows of a NUL-padded ``uint8[V, longest]`` matrix, or None
+    if a word is empty or holds a NUL (the NULs are what the row writer drops)."""
+    raw = [w.encode("utf-8") for w in words]
+    size = np.fromiter(map(len, raw), dtype=np.int64, count=len(raw))
+    text = b"".join(raw)
+    if len(raw) == 0 or size.min() == 0 or b"\0" in text:
+        return None
+    width = int(size.max())
+    matrix = np.zeros((len(raw), width), dtype=np.uint8)
+    offset = np.cumsum(size) - size
+    row = np.repeat(np.arange(len(raw)), size)
+    matrix[row, np.arange(len(text)) - offset[row]] = np.frombuffer(text, dtype=np.uint8)
+    return matrix
+
+
+def _byte_sink(out):
+    """A function writing bytes to ``out``: a binary stream, or a text stream (UTF-8 ones with a
+    ``buffer`` get the bytes directly, after a flush; others the decoded text)."""
+    import codecs
+    import io
+
+    if not isinstance(out, io.TextIOBase):
+        return out.write
+    buffer = getattr(out, "buffer", None)
+    encoding = getattr(out, "encoding", None)
+    if buffer is not None and encoding and codecs.lookup(encoding).name == "utf-8":
+        out.flush()
+        return buffer.write
+    return lambda data: out.write(bytes(data).decode("utf-8"))
+
+
+class _RowWriter:
+    """The ARPA rows of one order as bytes, built in numpy.
+
+    Each row is laid out in a fixed-width byte matrix: the probability right-aligned in its
+    field, a tab, the words (each left-aligned in a field as wide as the longest word) separated
+    by spaces, then a tab and the back-off weight, and a newline; the unused bytes are NUL and
+    are dropped at the end (ARPA text has no NUL: a vocabulary with one takes the ``%`` path).
+
+    Numbers: ``%.{p}f`` of x is the decimal of k = round(|x| 10^p) (the exact binary value,
+    halves to even), with a minus sign when x is negative (``-0.0000000`` too). k is ``rint`` of
+    the float product ``|x| 10^p`` unless that product lies within two ulps of a half, where it
+    could round the other way: those few numbers are formatted by Python and k read back from
+    the text. The p digits of k mod 10^p are written 8 at a time (SWAR), the integer part digit
+    by digit.
+    """
+
+    def __init__(self, vocab: np.ndarray, n: int, precision: int, has_bow: bool, chunk: int) -> None:
+        self.p = precision
+        self.n = n
+        self.has_bow = has_bow
+        self.vocab = vocab
+        self.word_width = vocab.shape[1]
+        self.chunk = chunk
+        self.matrix: np.ndarray | None = None
+        self.number_width = 0
+
+    def _layout(self, number_width: int) -> None:
+        """Allocate the row matrix for numbers ``number_width`` bytes wide."""
+        n, ww = self.n, self.word_width
+        self.number_width = number_width
+        self.word_at = [number_width + 1 + j * (ww + 1) for j in range(n)]
+        end = self.word_at[-1] + ww
+        self.bow_at = end + 1 if self.has_bow else None
+        width = (end + 1 + number_width if self.has_bow else end) + 1
+        m = np.zeros((self.chunk, width), dtype=np.uint8)
+        m[:, number_width] = 9  # tab
+        for j in range(1, n):
+            m[:, self.word_at[j] - 1] = 32  # space
+        if self.has_bow:
+            m[:, end] = 9
+        m[:, -1] = 10  # newline
+        self.matrix = m
+
+    def format(self, logp: np.ndarray, ids: np.ndarray, bow: np.ndarray | None) -> bytes | None:
+        """The rows as bytes, or None for the ``%`` path (a number out of range)."""
+        parts = [_fixed(logp, self.p)]
+        if bow is not None:
+            parts.append(_fixed(bow, self.p))
+        if any(part is None for part in parts):
+            return None
+        digits = max(len(str(int(part[1].max(initial=0)))) for part in parts)
+        width = max(8, 1 + digits + 1 + self.p)  # sign, integer digits, point, decimals
+        if self.matrix is None or width > self.number_width:
+            self._layout(width)
+        rows = len(logp)
+        m = self.matrix[:rows]
+        self._number(m, 0, *parts[0])
+        if bow is not None:
+            self._number(m, self.bow_at, *parts[1])
+        ww = self.word_width
+        for j, at in enumerate(self.word_at):
+            m[:, at:at + ww] = self.vocab[ids[:, j]]
+        flat = m.reshape(-1)
+        return flat[flat != 0].tobytes()
+
+    def _number(self, m: np.ndarray, at: int, neg: np.ndarray, whole: np.ndarray, frac: np.ndarray) -> None:
+        """Write numbers right-aligned into columns ``[at, at + number_width)`` of ``m``."""
+        width, p = self.number_width, self.p
+        end = at + width
+        # the 8 digits of frac (zero-padded) end at the field's end; the p last are the decimals
+        cols = np.ndarray((len(m),), dtype="<u8", buffer=m, offset=end - 8, strides=(m.strides[0],))
+        cols[:] = _ascii8(frac.astype(np.uint64))
+        point = end - p - 1
+        m[:, point] = 46
+        sign_done = np.zeros(len(m), dtype=bool)
+        for j, col in enumerate(range(point - 1, at - 1, -1)):  # integer digits, units first
+            if j == 0:
+                m[:, col] = (whole % 10 + 48).astype(np.uint8)
+                continue
+            scale = 10 ** j
+            is_digit = whole >= scale
+            sign_here = neg & ~is_digit & ~sign_done
+            sign_done |= sign_here
+            m[:, col] = np.where(is_digit, (whole // scale) % 10 + 48,
+                                 np.where(sign_here, 45, 0)).astype(np.uint8)
+
+
+def _fixed(x: np.ndarray, p: int) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """``(negative, integer part, decimals)`` of ``"%.{p}f" % v`` for each v of ``x``, exactly
+    (see :class:`_RowWriter`); None when a value is too large (or not finite) for that."""
+    scale = 10.0 ** p
+    a = np.abs(x)
+    if not (a < 2.0 ** 52 / scale).all():
+        return None
+    y = a * scale
+    k = np.rint(y)
+    near = np.abs(y - np.floor(y) - 0.5) <= 2 * np.spacing(y)
+    k = k.astype(np.int64)
+    neg = np.signbit(x)
+    for i in np.flatnonzero(near).tolist():
+        text = "%.*f" % (p, x[i])
+        k[i] = int(text.lstrip("-").replace(".", ""))
+        neg[i] = text.startswith("-")
+    whole = k // 10 ** p
+    return neg, whole, k - whole * 10 ** p
+
+
+def _ascii8(v: np.ndarray) -> np.ndarray:
+    """The 8 decimal digits (zero-padded) of each ``v`` < 10^8 as ASCII bytes in a uint64, the
+    first digit in the lowest byte (SWAR: halves, pairs, digits)."""
+    u = np.uint64
+    hi = v // u(10000)
+    x = hi | ((v - hi * u(10000)) << u(32))  # two 4-digit lanes, the high half first
+    q = ((x * u(5243)) >> u(19)) & u(0x0000007F0000007F)  # lane // 100
+    x = q | ((x - q * u(100)) << u(16))  # four 2-digit lanes
+    q = ((x * u(103)) >> u(10)) & u(0x000F000F000F000F)  # lane // 10
+    x = q | ((x - q * u(10)) << u(8))  # eight digits
+    return x + u(0x3030303030303030)
