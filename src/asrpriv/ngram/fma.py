@@ -71,7 +71,9 @@ on row codes, sums per context are ``bincount``; memory grows with the number of
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass
+from typing import Iterator
 
 import numpy as np
 
@@ -197,6 +199,31 @@ def _sorted_unique(rows: np.ndarray, v: int) -> tuple[np.ndarray, np.ndarray]:
     return rows[srt[first]], srt[first]
 
 
+@contextlib.contextmanager
+def small_pages() -> Iterator[None]:
+    """numpy's large arrays on ordinary pages within the block, then as before.
+
+    numpy asks the kernel for transparent huge pages for every array of 4 MB or more
+    (``madvise``; ``NUMPY_MADVISE_HUGEPAGE`` at import). Where the kernel then compacts memory
+    on the fault (``defrag=madvise``, the usual default), the dozens of fresh 16 MB
+    temporaries of :func:`adapt_arpa` on the 2M-bigram model cost 0.3 s of system time, ten
+    times what their ordinary page faults cost. A no-op where numpy lacks the switch.
+    """
+    try:
+        from numpy._core.multiarray import _set_madvise_hugepage
+    except ImportError:  # numpy < 2
+        try:
+            from numpy.core.multiarray import _set_madvise_hugepage
+        except ImportError:
+            _set_madvise_hugepage = None
+    previous = _set_madvise_hugepage(False) if _set_madvise_hugepage else None
+    try:
+        yield
+    finally:
+        if _set_madvise_hugepage:
+            _set_madvise_hugepage(previous)
+
+
 def adapt_arpa(model: PackedArpa, marg: Marginals, beta: float, reversed_: bool = False) -> MixedArpa:
     """The FMA-adapted model (standard 003 Eq. 1, or reversed 003 Eq. 2), exactly normalized.
 
@@ -288,10 +315,9 @@ def write_arpa_lines(out, model: MixedArpa, precision: int | None = 7, chunk: in
     ``<s>`` as -99, ``precision`` digits after the point, or ``repr`` with None), to a text or
     binary stream (a UTF-8 text stream with a ``buffer`` gets the bytes directly).
 
-    With 1 to 8 digits (the step's default is 7) the rows are built in numpy
-    (:class:`_RowWriter`): every number as ``%.{precision}f`` formats it, exactly, and the words
-    as bytes, into a NUL-padded byte matrix whose NULs are then dropped. Otherwise (``repr``,
-    more digits, huge numbers, a word with a NUL) each chunk of rows is one ``%`` formatting of
+    With 6 to 8 digits (the step's default is 7) the rows are built in numpy
+    (:class:`_RowWriter`), byte-identical to Python's formatting. Otherwise (``repr``, other
+    precisions, huge numbers, a word with a NUL) each chunk of rows is one ``%`` formatting of
     a repeated row template over a flat tuple (``"%.7f\t%s %s\n" * rows % values``), the
     floats formatted in C as ``format(x, ".7f")`` / ``repr`` do.
     """
@@ -304,14 +330,17 @@ def write_arpa_lines(out, model: MixedArpa, precision: int | None = 7, chunk: in
     write_header(header, model.counts())
     sink(header.getvalue().encode("utf-8"))
     words = model.words
-    vocab = _word_matrix(words) if precision is not None and 1 <= precision <= 8 else None
+    fast = precision is not None and 6 <= precision <= 8
+    vocab = _WordChunks(words) if fast else None
+    if vocab is not None and vocab.chunks is None:
+        vocab = None
     num = "%r" if precision is None else f"%.{int(precision)}f"
     for n, order in enumerate(model.orders, 1):
         sink(f"\\{n}-grams:\n".encode("utf-8"))
         logp = np.maximum(np.where(np.isfinite(order.logp), order.logp, LOG10_ZERO), LOG10_ZERO)
         has_bow = not np.isnan(order.bow).all()
         bow = np.maximum(np.nan_to_num(order.bow, nan=0.0), LOG10_ZERO) if has_bow else None
-        rows = None if vocab is None else _RowWriter(vocab, n, precision, has_bow, chunk)
+        rows = None if vocab is None else _RowWriter(vocab, precision)
         template = num + "\t" + " ".join(["%s"] * n) + ("\t" + num if has_bow else "") + "\n"
         fields = 1 + n + has_bow
         for start in range(0, len(logp), chunk):
@@ -332,22 +361,6 @@ def write_arpa_lines(out, model: MixedArpa, precision: int | None = 7, chunk: in
     sink(b"\\end\\\n")
 
 
-def _word_matrix(words: list[str]) -> np.ndarray | None:
-    """The UTF-8 bytes of the words as rows of a NUL-padded ``uint8[V, longest]`` matrix, or None
-    if a word is empty or holds a NUL (the NULs are what the row writer drops)."""
-    raw = [w.encode("utf-8") for w in words]
-    size = np.fromiter(map(len, raw), dtype=np.int64, count=len(raw))
-    text = b"".join(raw)
-    if len(raw) == 0 or size.min() == 0 or b"\0" in text:
-        return None
-    width = int(size.max())
-    matrix = np.zeros((len(raw), width), dtype=np.uint8)
-    offset = np.cumsum(size) - size
-    row = np.repeat(np.arange(len(raw)), size)
-    matrix[row, np.arange(len(text)) - offset[row]] = np.frombuffer(text, dtype=np.uint8)
-    return matrix
-
-
 def _byte_sink(out):
     """A function writing bytes to ``out``: a binary stream, or a text stream (UTF-8 ones with a
     ``buffer`` get the bytes directly, after a flush; others the decoded text)."""
@@ -364,91 +377,114 @@ def _byte_sink(out):
     return lambda data: out.write(bytes(data).decode("utf-8"))
 
 
-class _RowWriter:
-    """The ARPA rows of one order as bytes, built in numpy.
+class _WordChunks:
+    """The UTF-8 bytes of the words, 8 at a time: ``chunks[w, k]`` holds bytes ``[8k, 8k + 8)``
+    of word w (zero-padded), ``size[w]`` its length; ``chunks`` is None if a word is empty."""
 
-    Each row is laid out in a fixed-width byte matrix: the probability right-aligned in its
-    field, a tab, the words (each left-aligned in a field as wide as the longest word) separated
-    by spaces, then a tab and the back-off weight, and a newline; the unused bytes are NUL and
-    are dropped at the end (ARPA text has no NUL: a vocabulary with one takes the ``%`` path).
+    def __init__(self, words: list[str]) -> None:
+        raw = [w.encode("utf-8") for w in words]
+        self.size = np.fromiter(map(len, raw), dtype=np.int64, count=len(raw))
+        if len(raw) == 0 or self.size.min() == 0:
+            self.chunks = None
+            return
+        k = -(-int(self.size.max()) // 8)
+        padded = np.zeros((len(raw), 8 * k), dtype=np.uint8)
+        offset = np.cumsum(self.size) - self.size
+        row = np.repeat(np.arange(len(raw)), self.size)
+        text = np.frombuffer(b"".join(raw), dtype=np.uint8)
+        padded[row, np.arange(len(text)) - offset[row]] = text
+        self.chunks = padded.view("<u8")  # [V, k]
+
+
+class _RowWriter:
+    """The ARPA rows of one order as bytes, built in numpy, for 6 to 8 decimals.
+
+    The rows' offsets in the output come from their lengths; each word is stored there 8 bytes
+    at a time (unaligned uint64 stores), spilling up to 7 bytes past its end, so the words go
+    first, left to right (a spill lands on what is written after: the next word, or the numbers
+    and separators, and a row's last word on the next row's number, at least 8 bytes long with
+    6 decimals or more); then the numbers and separators, exactly.
 
     Numbers: ``%.{p}f`` of x is the decimal of k = round(|x| 10^p) (the exact binary value,
     halves to even), with a minus sign when x is negative (``-0.0000000`` too). k is ``rint`` of
     the float product ``|x| 10^p`` unless that product lies within two ulps of a half, where it
     could round the other way: those few numbers are formatted by Python and k read back from
-    the text. The p digits of k mod 10^p are written 8 at a time (SWAR), the integer part digit
-    by digit.
+    the text (:func:`_fixed`). The p decimals are one SWAR store of 8 digits ending at the
+    number's end (its leading digits land on the point and the integer part, written after),
+    the integer part digit by digit.
     """
 
-    def __init__(self, vocab: np.ndarray, n: int, precision: int, has_bow: bool, chunk: int) -> None:
-        self.p = precision
-        self.n = n
-        self.has_bow = has_bow
+    def __init__(self, vocab: _WordChunks, precision: int) -> None:
+        assert 6 <= precision <= 8
         self.vocab = vocab
-        self.word_width = vocab.shape[1]
-        self.chunk = chunk
-        self.matrix: np.ndarray | None = None
-        self.number_width = 0
+        self.p = precision
 
-    def _layout(self, number_width: int) -> None:
-        """Allocate the row matrix for numbers ``number_width`` bytes wide."""
-        n, ww = self.n, self.word_width
-        self.number_width = number_width
-        self.word_at = [number_width + 1 + j * (ww + 1) for j in range(n)]
-        end = self.word_at[-1] + ww
-        self.bow_at = end + 1 if self.has_bow else None
-        width = (end + 1 + number_width if self.has_bow else end) + 1
-        m = np.zeros((self.chunk, width), dtype=np.uint8)
-        m[:, number_width] = 9  # tab
-        for j in range(1, n):
-            m[:, self.word_at[j] - 1] = 32  # space
-        if self.has_bow:
-            m[:, end] = 9
-        m[:, -1] = 10  # newline
-        self.matrix = m
-
-    def format(self, logp: np.ndarray, ids: np.ndarray, bow: np.ndarray | None) -> bytes | None:
-        """The rows as bytes, or None for the ``%`` path (a number out of range)."""
-        parts = [_fixed(logp, self.p)]
+    def format(self, logp: np.ndarray, ids: np.ndarray, bow: np.ndarray | None):
+        """The rows as a uint8 array, or None for the ``%`` path (a number out of range)."""
+        numbers = [_fixed(logp, self.p)]
         if bow is not None:
-            parts.append(_fixed(bow, self.p))
-        if any(part is None for part in parts):
+            numbers.append(_fixed(bow, self.p))
+        if any(part is None for part in numbers):
             return None
-        digits = max(len(str(int(part[1].max(initial=0)))) for part in parts)
-        width = max(8, 1 + digits + 1 + self.p)  # sign, integer digits, point, decimals
-        if self.matrix is None or width > self.number_width:
-            self._layout(width)
-        rows = len(logp)
-        m = self.matrix[:rows]
-        self._number(m, 0, *parts[0])
+        n = ids.shape[1]
+        size = [self.vocab.size[ids[:, j]] for j in range(n)]
+        width = [self._width(*part) for part in numbers]
+        length = width[0] + sum(size) + n + 1  # number, tab, words and spaces, newline
         if bow is not None:
-            self._number(m, self.bow_at, *parts[1])
-        ww = self.word_width
-        for j, at in enumerate(self.word_at):
-            m[:, at:at + ww] = self.vocab[ids[:, j]]
-        flat = m.reshape(-1)
-        return flat[flat != 0].tobytes()
+            length += 1 + width[1]
+        end = np.cumsum(length)
+        start = end - length
+        out = np.empty(int(end[-1]) + 16, dtype=np.uint8)
+        store = np.ndarray((len(out) - 7,), dtype="<u8", buffer=out, strides=(1,))
+        at = start + width[0] + 1
+        spaces = []
+        for j in range(n):  # the words, left to right
+            chunks = self.vocab.chunks[:, :]
+            w = ids[:, j]
+            store[at] = chunks[w, 0]
+            for k in range(1, chunks.shape[1]):
+                more = np.flatnonzero(size[j] > 8 * k)
+                if len(more) == 0:
+                    break
+                store[at[more] + 8 * k] = chunks[w[more], k]
+            at = at + size[j]
+            spaces.append(at)
+            at = at + 1
+        self._number(out, store, start, width[0], *numbers[0])
+        out[start + width[0]] = 9  # tab
+        for sep in spaces[:-1]:
+            out[sep] = 32
+        if bow is not None:
+            out[spaces[-1]] = 9
+            self._number(out, store, spaces[-1] + 1, width[1], *numbers[1])
+        out[end - 1] = 10
+        return out[:int(end[-1])]
 
-    def _number(self, m: np.ndarray, at: int, neg: np.ndarray, whole: np.ndarray, frac: np.ndarray) -> None:
-        """Write numbers right-aligned into columns ``[at, at + number_width)`` of ``m``."""
-        width, p = self.number_width, self.p
-        end = at + width
-        # the 8 digits of frac (zero-padded) end at the field's end; the p last are the decimals
-        cols = np.ndarray((len(m),), dtype="<u8", buffer=m, offset=end - 8, strides=(m.strides[0],))
-        cols[:] = _ascii8(frac.astype(np.uint64))
-        point = end - p - 1
-        m[:, point] = 46
-        sign_done = np.zeros(len(m), dtype=bool)
-        for j, col in enumerate(range(point - 1, at - 1, -1)):  # integer digits, units first
-            if j == 0:
-                m[:, col] = (whole % 10 + 48).astype(np.uint8)
-                continue
-            scale = 10 ** j
-            is_digit = whole >= scale
-            sign_here = neg & ~is_digit & ~sign_done
-            sign_done |= sign_here
-            m[:, col] = np.where(is_digit, (whole // scale) % 10 + 48,
-                                 np.where(sign_here, 45, 0)).astype(np.uint8)
+    def _width(self, neg: np.ndarray, whole: np.ndarray, frac: np.ndarray) -> np.ndarray:
+        """Characters of each number: sign, integer digits, point, decimals."""
+        digits = np.ones(len(whole), dtype=np.int64)
+        scale = 10
+        top = int(whole.max(initial=0))
+        while scale <= top:
+            digits += whole >= scale
+            scale *= 10
+        return neg + digits + 1 + self.p
+
+    def _number(self, out, store, start, width, neg, whole, frac) -> None:
+        """Write numbers ``width`` characters long from ``start``."""
+        end = start + width
+        store[end - 8] = _ascii8(frac.astype(np.uint64))  # the decimals end the number
+        out[end - self.p - 1] = 46  # the point
+        units = end - self.p - 2
+        out[units] = whole % 10 + 48
+        scale, j = 10, 1
+        top = int(whole.max(initial=0))
+        while scale <= top:
+            more = np.flatnonzero(whole >= scale)
+            out[units[more] - j] = (whole[more] // scale) % 10 + 48
+            scale, j = scale * 10, j + 1
+        minus = np.flatnonzero(neg)
+        out[start[minus]] = 45
 
 
 def _fixed(x: np.ndarray, p: int) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
