@@ -163,14 +163,15 @@ def _first_row_line(path: str | None) -> int | None:
 
 
 def closed_rows(model: PackedArpa) -> tuple[list[np.ndarray], list[np.ndarray | None]]:
-    """The model's n-grams per order as int64 rows, closed under prefixes and suffixes, sorted.
+    """The model's n-grams per order as rows of word ids, closed under prefixes and suffixes,
+    sorted.
 
     Also, per order, the index into the model's own rows of each closed row when the closure
     added nothing to that order (the rows are the model's, permuted), else None.
     """
     v = len(model.words)
     rows: list[np.ndarray] = [np.arange(v, dtype=np.int64).reshape(-1, 1)]
-    rows += [order.ids.astype(np.int64) for order in model.orders[1:]]
+    rows += [order.ids for order in model.orders[1:]]
     perms: list[np.ndarray | None] = [np.arange(v)] + [None] * (model.order - 1)
     for n in range(model.order, 1, -1):
         if n < model.order:  # rows[n-1] got the prefixes and suffixes of order n + 1
@@ -181,7 +182,7 @@ def closed_rows(model: PackedArpa) -> tuple[list[np.ndarray], list[np.ndarray | 
             perms[n - 1] = model.orders[n - 1].sorted_index
             rows[n - 1] = rows[n - 1][perms[n - 1]]
         else:
-            rows[n - 1], perms[n - 1] = _sorted_unique(rows[n - 1], v)
+            rows[n - 1], perms[n - 1] = _sorted_unique(rows[n - 1].astype(np.int64), v)
         if n > 2:
             rows[n - 2] = np.concatenate([rows[n - 2], rows[n - 1][:, :-1], rows[n - 1][:, 1:]])
     return rows, perms
@@ -382,18 +383,20 @@ class _WordChunks:
     of word w (zero-padded), ``size[w]`` its length; ``chunks`` is None if a word is empty."""
 
     def __init__(self, words: list[str]) -> None:
-        raw = [w.encode("utf-8") for w in words]
-        self.size = np.fromiter(map(len, raw), dtype=np.int64, count=len(raw))
-        if len(raw) == 0 or self.size.min() == 0:
-            self.chunks = None
+        self.chunks = None
+        text = np.frombuffer("\n".join(words).encode("utf-8") + b"\n", dtype=np.uint8)
+        end = np.flatnonzero(text == 10)
+        if len(words) == 0 or len(end) != len(words):  # a word with a newline: the % path
+            return
+        self.size = np.diff(end, prepend=-1) - 1
+        if self.size.min() == 0 or (text == 0).any():
             return
         k = -(-int(self.size.max()) // 8)
-        padded = np.zeros((len(raw), 8 * k), dtype=np.uint8)
-        offset = np.cumsum(self.size) - self.size
-        row = np.repeat(np.arange(len(raw)), self.size)
-        text = np.frombuffer(b"".join(raw), dtype=np.uint8)
-        padded[row, np.arange(len(text)) - offset[row]] = text
-        self.chunks = padded.view("<u8")  # [V, k]
+        padded = np.zeros((len(words), 8 * k + 1), dtype=np.uint8)  # + the newline
+        row = np.repeat(np.arange(len(words)), self.size + 1)
+        padded[row, np.arange(len(text)) - (end - self.size)[row]] = text
+        padded[np.arange(len(words)), self.size] = 0  # the newlines
+        self.chunks = np.ascontiguousarray(padded[:, :8 * k]).view("<u8")  # [V, k]
 
 
 class _RowWriter:

@@ -316,7 +316,7 @@ class _BulkReader:
         self.n = self.seen = 0
         self.parts: list[list[tuple[np.ndarray, np.ndarray, np.ndarray]]] = []
         self.words: list[str] = []
-        self.raw_words: list[bytes] = []
+        self.word_text: list[bytes] = []  # the unigram words, each followed by a newline
         self.vocab: _Vocab | None = None
 
     def read(self) -> PackedArpa:
@@ -415,8 +415,9 @@ class _BulkReader:
         if self.seen != self.declared[self.n - 1]:
             raise _Decline
         if self.n == 1:
-            self.vocab = _Vocab(self.raw_words)
-            self.words = [w.decode("utf-8") for w in self.raw_words]
+            text = b"".join(self.word_text)
+            self.vocab = _Vocab(text, self.seen)
+            self.words = text.decode("utf-8").split("\n")[:-1]
         if line == b"\\end\\":
             if self.n != len(self.declared):
                 raise _Decline
@@ -458,7 +459,7 @@ class _BulkReader:
                 bow[has_bow] = blk.numbers(starts[at], ends[at])
         if n == 1:
             cols = col(1)
-            self.raw_words += [blk.data[s:e] for s, e in zip(starts[cols].tolist(), ends[cols].tolist())]
+            self.word_text.append(blk.lines(starts[cols], ends[cols]))
             ids = np.arange(self.seen, self.seen + count, dtype=np.int32).reshape(-1, 1)
         else:
             ids = np.empty((count, n), dtype=np.int32)
@@ -488,6 +489,14 @@ class _Block:
         heads = self.newlines[:-1] + 1 if len(self.newlines) else self.newlines
         marks = heads[self.bytes[heads] == 92]  # lines that open with a backslash
         self.marks = np.concatenate([[0], marks]) if data[:1] == b"\\" else marks
+
+    def lines(self, s: np.ndarray, e: np.ndarray) -> bytes:
+        """The tokens ``[s, e)``, each followed by a newline, as one bytes object."""
+        size = e - s + 1  # with the separator after the token, made a newline
+        end = np.cumsum(size)
+        out = self.bytes[np.repeat(s - (end - size), size) + np.arange(int(end[-1]) if len(end) else 0)]
+        out[end - 1] = 10
+        return out.tobytes()
 
     def tokens(self, lo: int, hi: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Start and end offsets of the tokens of the lines ``[lo, hi)``, and whether each is the
@@ -634,12 +643,12 @@ class _Vocab:
     of ids (numpy, linear probing), each hit checked against the word's first and last 8 bytes
     and size; longer words in a dict of bytes."""
 
-    def __init__(self, raw: list[bytes]) -> None:
-        self.index = {w: i for i, w in enumerate(raw)}
-        if len(self.index) != len(raw):
+    def __init__(self, text: bytes, v: int) -> None:
+        """The ``v`` words of ``text``, each followed by a newline."""
+        self.index = dict(zip(text.split(b"\n"), range(v)))
+        if len(self.index) != v:
             raise _Decline  # a duplicate unigram: the line reader says where
-        v = len(raw)
-        text = b"\n".join(raw) + b"\n" + _PAD
+        text += _PAD
         buf = np.frombuffer(text, dtype=np.uint8)
         ends = np.flatnonzero(buf == 10)[:v]
         starts = np.concatenate([[0], ends[:-1] + 1]).astype(np.int64)
