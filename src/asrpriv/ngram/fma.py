@@ -277,14 +277,20 @@ def adapt_arpa(model: PackedArpa, marg: Marginals, beta: float, reversed_: bool 
     for n in range(2, model.order + 1):
         r, ctx = rows[n - 1], rows[n - 2]
         if n == 2:  # the contexts are the unigrams: row index = word id
-            prefix, suffix = np.ascontiguousarray(r[:, 0]), np.ascontiguousarray(r[:, 1])
+            prefix, suffix = r[:, 0].astype(np.intp), r[:, 1].astype(np.intp)
+            last = suffix
         else:
             pre_q, suf_q, ctx_c = row_codes([r[:, :-1], r[:, 1:], ctx], v)
             prefix, suffix = lookup(ctx_c, pre_q), lookup(ctx_c, suf_q)
-        assert (prefix >= 0).all() and (suffix >= 0).all()
-        backed = bows[n - 2][prefix] + log_pb_full[suffix]
-        log_pb_n = np.where(np.isnan(listed_logp[n - 1]), backed, listed_logp[n - 1])
-        log_q_n = log_r[r[:, -1]] + scaled(log_pb_n)
+            assert (prefix >= 0).all() and (suffix >= 0).all()
+            last = r[:, -1]
+        unlisted = np.isnan(listed_logp[n - 1])
+        if unlisted.any():  # (else every row is listed: nothing backs off)
+            backed = bows[n - 2][prefix] + log_pb_full[suffix]
+            log_pb_n = np.where(unlisted, backed, listed_logp[n - 1])
+        else:
+            log_pb_n = listed_logp[n - 1]
+        log_q_n = log_r[last] + scaled(log_pb_n)
         m = len(ctx)
         s1 = np.bincount(prefix, weights=np.power(10.0, log_q_n), minlength=m)
         s2 = np.bincount(prefix, weights=np.power(10.0, log_q[suffix]), minlength=m)
@@ -336,30 +342,58 @@ def write_arpa_lines(out, model: MixedArpa, precision: int | None = 7, chunk: in
     if vocab is not None and vocab.chunks is None:
         vocab = None
     num = "%r" if precision is None else f"%.{int(precision)}f"
-    for n, order in enumerate(model.orders, 1):
-        sink(f"\\{n}-grams:\n".encode("utf-8"))
-        logp = np.maximum(np.where(np.isfinite(order.logp), order.logp, LOG10_ZERO), LOG10_ZERO)
-        has_bow = not np.isnan(order.bow).all()
-        bow = np.maximum(np.nan_to_num(order.bow, nan=0.0), LOG10_ZERO) if has_bow else None
-        rows = None if vocab is None else _RowWriter(vocab, precision)
-        template = num + "\t" + " ".join(["%s"] * n) + ("\t" + num if has_bow else "") + "\n"
-        fields = 1 + n + has_bow
-        for start in range(0, len(logp), chunk):
-            stop = min(start + chunk, len(logp))
-            ids = order.ids[start:stop]
-            part_bow = None if bow is None else bow[start:stop]
-            text = None if rows is None else rows.format(logp[start:stop], ids, part_bow)
-            if text is None:
-                flat: list = [None] * (fields * (stop - start))
-                flat[0::fields] = logp[start:stop].tolist()
-                for j in range(n):
-                    flat[1 + j::fields] = map(words.__getitem__, ids[:, j].tolist())
-                if has_bow:
-                    flat[n + 1::fields] = part_bow.tolist()
-                text = (template * (stop - start) % tuple(flat)).encode("utf-8")
-            sink(text)
-        sink(b"\n")
-    sink(b"\\end\\\n")
+    pool = None
+    if vocab is not None and sum(model.counts()) > 2 * chunk:
+        from concurrent.futures import ThreadPoolExecutor
+
+        pool = ThreadPoolExecutor(2, thread_name_prefix="asrpriv-arpa")
+    try:
+        for n, order in enumerate(model.orders, 1):
+            sink(f"\\{n}-grams:\n".encode("utf-8"))
+            logp = np.maximum(np.where(np.isfinite(order.logp), order.logp, LOG10_ZERO), LOG10_ZERO)
+            has_bow = not np.isnan(order.bow).all()
+            bow = np.maximum(np.nan_to_num(order.bow, nan=0.0), LOG10_ZERO) if has_bow else None
+            rows = None if vocab is None else _RowWriter(vocab, precision)
+            template = num + "\t" + " ".join(["%s"] * n) + ("\t" + num if has_bow else "") + "\n"
+            fields = 1 + n + has_bow
+
+            def text(start: int):
+                stop = min(start + chunk, len(logp))
+                ids = order.ids[start:stop]
+                part_bow = None if bow is None else bow[start:stop]
+                got = None if rows is None else rows.format(logp[start:stop], ids, part_bow)
+                if got is None:
+                    flat: list = [None] * (fields * (stop - start))
+                    flat[0::fields] = logp[start:stop].tolist()
+                    for j in range(n):
+                        flat[1 + j::fields] = map(words.__getitem__, ids[:, j].tolist())
+                    if has_bow:
+                        flat[n + 1::fields] = part_bow.tolist()
+                    got = (template * (stop - start) % tuple(flat)).encode("utf-8")
+                return got
+
+            for got in _in_order(pool, text, range(0, len(logp), chunk)):
+                sink(got)
+            sink(b"\n")
+        sink(b"\\end\\\n")
+    finally:
+        if pool is not None:
+            pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _in_order(pool, fn, items, ahead: int = 6):
+    """``fn(item)`` for each item, in order: by ``pool``'s threads, at most ``ahead`` at a
+    time (numpy releases the GIL, so two threads format rows at once), or here without a pool."""
+    if pool is None:
+        yield from map(fn, items)
+        return
+    jobs = []
+    for item in items:
+        jobs.append(pool.submit(fn, item))
+        if len(jobs) > ahead:
+            yield jobs.pop(0).result()
+    for job in jobs:
+        yield job.result()
 
 
 def _byte_sink(out):

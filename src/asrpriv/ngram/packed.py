@@ -304,7 +304,15 @@ def _gunzip(stream):
 
 
 class _BulkReader:
-    """The bulk path: header and section lines in Python, entries with numpy (see above)."""
+    """The bulk path: header and section lines in Python (this thread), entries with numpy.
+
+    The entries of the unigram section are parsed here (they make the vocabulary); those of
+    the higher orders, block by block, by two worker threads (numpy releases the GIL), their
+    results kept in file order.
+    """
+
+    #: blocks parsed at once by the workers (their bytes wait in memory)
+    AHEAD = 8
 
     def __init__(self, path: str) -> None:
         from asrpriv.io.lines import max_line_bytes
@@ -314,61 +322,60 @@ class _BulkReader:
         self.state = "start"  # start -> header -> body -> end, as the line reader
         self.declared: list[int] = []
         self.n = self.seen = 0
-        self.parts: list[list[tuple[np.ndarray, np.ndarray, np.ndarray]]] = []
+        self.parts: list[list] = []  # per order: (ids, logp, bow) or the future of one
         self.words: list[str] = []
         self.word_text: list[bytes] = []  # the unigram words, each followed by a newline
         self.vocab: _Vocab | None = None
+        self.pool = None
+        self.pending: list = []
 
     def read(self) -> PackedArpa:
         from asrpriv.io.lines import BOM
 
-        carry, first = b"", True
-        for piece in _file_blocks(self.path):
-            if first:
-                first = False
-                if piece.startswith(BOM):
-                    piece = piece[len(BOM):]
-            if b"\r" in piece or b"\x00" in piece:
+        try:
+            carry, first = b"", True
+            for piece in _file_blocks(self.path):
+                if first:
+                    first = False
+                    if piece.startswith(BOM):
+                        piece = piece[len(BOM):]
+                if b"\r" in piece or b"\x00" in piece:
+                    raise _Decline
+                data = carry + piece if carry else piece
+                cut = data.rfind(b"\n") + 1
+                if len(data) - cut > self.limit:
+                    raise _Decline
+                if cut:
+                    self._block(data if cut == len(data) else data[:cut])
+                carry = data[cut:]
+            if carry:
+                self._block(carry + b"\n")
+            if self.state != "end" or not self.words:
                 raise _Decline
-            data = carry + piece if carry else piece
-            cut = data.rfind(b"\n") + 1
-            if len(data) - cut > self.limit:
-                raise _Decline
-            if cut:
-                self._block(data if cut == len(data) else data[:cut])
-            carry = data[cut:]
-        if carry:
-            self._block(carry + b"\n")
-        if self.state != "end" or not self.words:
+            return PackedArpa(self.words, [self._order(n) for n in range(1, len(self.declared) + 1)])
+        finally:
+            if self.pool is not None:
+                self.pool.shutdown(wait=True, cancel_futures=True)
+
+    def _order(self, n: int) -> PackedOrder:
+        parts = [p.result() if hasattr(p, "result") else p for p in self.parts[n - 1]]
+        if sum(len(p[1]) for p in parts) != self.declared[n - 1]:
             raise _Decline
-        orders = []
-        for n, parts in enumerate(self.parts, 1):
-            if parts:
-                ids = np.concatenate([p[0] for p in parts])
-                logp = np.concatenate([p[1] for p in parts])
-                bow = np.concatenate([p[2] for p in parts])
-            else:
-                ids, logp, bow = np.zeros((0, n), np.int32), np.zeros(0), np.zeros(0)
-            order = PackedOrder(ids, logp, bow)
-            if n > 1 and len(logp):
-                order.sorted_index, codes = stable_argsort(row_codes([ids], len(self.words))[0])
-                if (codes[1:] == codes[:-1]).any():
-                    raise _Decline  # a duplicate: the line reader says where
-            orders.append(order)
-        return PackedArpa(self.words, orders)
+        if parts:
+            ids = np.concatenate([p[0] for p in parts])
+            logp = np.concatenate([p[1] for p in parts])
+            bow = np.concatenate([p[2] for p in parts])
+        else:
+            ids, logp, bow = np.zeros((0, n), np.int32), np.zeros(0), np.zeros(0)
+        order = PackedOrder(ids, logp, bow)
+        if n > 1 and len(logp):
+            order.sorted_index, codes = stable_argsort(row_codes([ids], len(self.words))[0])
+            if (codes[1:] == codes[:-1]).any():
+                raise _Decline  # a duplicate: the line reader says where
+        return order
 
     # -- one block of whole lines
     def _block(self, block: bytes) -> None:
-        if not block.isascii():
-            try:
-                text = block.decode("utf-8")
-            except UnicodeDecodeError:
-                raise _Decline from None
-            if _ODD_WS.search(text):
-                raise _Decline
-        blk = _Block(block)
-        if len(blk.newlines) and np.diff(blk.newlines, prepend=-1).max() - 1 > self.limit:
-            raise _Decline
         pos, size = 0, len(block)
         while pos < size:
             if self.state == "body":
@@ -377,9 +384,8 @@ class _BulkReader:
                     self._section(block[pos:end].strip())
                     pos = end + 1
                     continue
-                nxt = np.searchsorted(blk.marks, pos)
-                stop = size if nxt == len(blk.marks) else int(blk.marks[nxt])
-                self._entries(blk, pos, stop)
+                stop = _next_backslash_line(block, pos)
+                self._entries(block if pos == 0 and stop == size else block[pos:stop])
                 pos = stop
             elif self.state == "end":
                 if block[pos:].strip():
@@ -387,12 +393,18 @@ class _BulkReader:
                 return
             else:
                 end = block.index(b"\n", pos)
+                if end - pos > self.limit:
+                    raise _Decline
                 self._header(block[pos:end].strip())
                 pos = end + 1
 
     def _header(self, line: bytes) -> None:
         if self.state == "start":
             if not line or line.startswith(b"#"):  # comments before \data\, as kenlm/SRILM
+                try:
+                    line.decode("utf-8")  # the line reader decodes them
+                except UnicodeDecodeError:
+                    raise _Decline from None
                 return
             if line != b"\\data\\":
                 raise _Decline
@@ -412,12 +424,16 @@ class _BulkReader:
         self.parts = [[] for _ in self.declared]
 
     def _section(self, line: bytes) -> None:
-        if self.seen != self.declared[self.n - 1]:
-            raise _Decline
-        if self.n == 1:
+        if self.n == 1:  # (the counts of the other orders are checked at the end)
+            if self.seen != self.declared[0]:
+                raise _Decline
             text = b"".join(self.word_text)
             self.vocab = _Vocab(text, self.seen)
             self.words = text.decode("utf-8").split("\n")[:-1]
+            if len(self.declared) > 1:
+                from concurrent.futures import ThreadPoolExecutor
+
+                self.pool = ThreadPoolExecutor(2, thread_name_prefix="asrpriv-arpa")
         if line == b"\\end\\":
             if self.n != len(self.declared):
                 raise _Decline
@@ -425,50 +441,84 @@ class _BulkReader:
             return
         if line != b"\\%d-grams:" % (self.n + 1):
             raise _Decline
-        self.n, self.seen = self.n + 1, 0
+        self.n += 1
 
-    def _entries(self, blk: "_Block", lo: int, hi: int) -> None:
-        """The entries of order ``self.n`` on the lines ``[lo, hi)`` of a block."""
-        n = self.n
-        starts, ends, last = blk.tokens(lo, hi)
-        if len(starts) == 0:
+    def _entries(self, data: bytes) -> None:
+        """The entries of order ``self.n`` on the lines ``data``."""
+        if self.n == 1:
+            ids, logp, bow, text = _parse_entries(data, 1, None, self.limit)
+            self.word_text.append(text)
+            ids = np.arange(self.seen, self.seen + len(logp), dtype=np.int32).reshape(-1, 1)
+            self.parts[0].append((ids, logp, bow))
+            self.seen += len(logp)
             return
-        line_end = np.flatnonzero(last)
-        fields = np.diff(line_end, prepend=-1)
-        count = len(fields)
-        k = int(fields[0])
-        if (fields == k).all() and k in (n + 1, n + 2):  # one shape for the whole piece
-            def col(j):
-                return slice(j, None, k)
-            has_bow = None if k == n + 2 else np.zeros(0, dtype=np.int64)
-        else:
-            if not np.isin(fields, (n + 1, n + 2)).all():
-                raise _Decline
-            head = line_end - fields + 1
+        job = self.pool.submit(_parse_entries, data, self.n, self.vocab, self.limit)
+        self.parts[self.n - 1].append(job)
+        self.pending.append(job)
+        if len(self.pending) > self.AHEAD:  # wait for the oldest (it raises a _Decline)
+            self.pending.pop(0).result()
 
-            def col(j):
-                return head + j
-            has_bow = np.flatnonzero(fields == n + 2)
-        logp = blk.numbers(starts[col(0)], ends[col(0)])
-        if has_bow is None:  # every line has a back-off weight
-            bow = blk.numbers(starts[col(n + 1)], ends[col(n + 1)])
-        else:
-            bow = np.full(count, np.nan)
-            if len(has_bow):
-                at = head[has_bow] + n + 1
-                bow[has_bow] = blk.numbers(starts[at], ends[at])
-        if n == 1:
-            cols = col(1)
-            self.word_text.append(blk.lines(starts[cols], ends[cols]))
-            ids = np.arange(self.seen, self.seen + count, dtype=np.int32).reshape(-1, 1)
-        else:
-            ids = np.empty((count, n), dtype=np.int32)
-            for j in range(n):
-                cols = col(1 + j)
-                ids[:, j] = self.vocab.ids(blk, np.ascontiguousarray(starts[cols]),
-                                           np.ascontiguousarray(ends[cols]))
-        self.parts[n - 1].append((ids, logp, bow))
-        self.seen += count
+
+def _next_backslash_line(block: bytes, pos: int) -> int:
+    """Offset of the first line after ``pos`` (a line start) that opens with a backslash, or
+    the end of the block. Backslashes are rare in n-gram lines: one ``find`` each."""
+    while True:
+        at = block.find(b"\\", pos + 1)
+        if at < 0:
+            return len(block)
+        if block[at - 1] == 10:
+            return at
+        pos = at
+
+
+def _parse_entries(data: bytes, n: int, vocab: _Vocab | None, limit: int):
+    """``(ids, logp, bow, words)`` of the entries of order ``n`` on the lines ``data`` (for
+    unigrams ids is None and words their bytes, each followed by a newline); raises _Decline."""
+    if not data.isascii():
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError:
+            raise _Decline from None
+        if _ODD_WS.search(text):
+            raise _Decline
+    blk = _Block(data)
+    if len(blk.newlines) and np.diff(blk.newlines, prepend=-1).max() - 1 > limit:
+        raise _Decline
+    starts, ends, last = blk.tokens(0, len(data))
+    if len(starts) == 0:
+        empty = np.zeros(0)
+        return np.zeros((0, n), dtype=np.int32), empty, empty, b""
+    line_end = np.flatnonzero(last)
+    fields = np.diff(line_end, prepend=-1)
+    count = len(fields)
+    k = int(fields[0])
+    if (fields == k).all() and k in (n + 1, n + 2):  # one shape for the whole piece
+        def col(j):
+            return slice(j, None, k)
+        has_bow = None if k == n + 2 else np.zeros(0, dtype=np.int64)
+    else:
+        if not np.isin(fields, (n + 1, n + 2)).all():
+            raise _Decline
+        head = line_end - fields + 1
+
+        def col(j):
+            return head + j
+        has_bow = np.flatnonzero(fields == n + 2)
+    logp = blk.numbers(starts[col(0)], ends[col(0)])
+    if has_bow is None:  # every line has a back-off weight
+        bow = blk.numbers(starts[col(n + 1)], ends[col(n + 1)])
+    else:
+        bow = np.full(count, np.nan)
+        if len(has_bow):
+            at = head[has_bow] + n + 1
+            bow[has_bow] = blk.numbers(starts[at], ends[at])
+    if n == 1:
+        return None, logp, bow, blk.lines(starts[col(1)], ends[col(1)])
+    ids = np.empty((count, n), dtype=np.int32)
+    for j in range(n):
+        cols = col(1 + j)
+        ids[:, j] = vocab.ids(blk, np.ascontiguousarray(starts[cols]), np.ascontiguousarray(ends[cols]))
+    return ids, logp, bow, None
 
 
 class _Block:
@@ -486,9 +536,6 @@ class _Block:
             raise _Decline  # a control byte (\x1c-\x1f: str.split and bytes.split differ)
         self.nl = kind == 10
         self.newlines = self.seps[self.nl]
-        heads = self.newlines[:-1] + 1 if len(self.newlines) else self.newlines
-        marks = heads[self.bytes[heads] == 92]  # lines that open with a backslash
-        self.marks = np.concatenate([[0], marks]) if data[:1] == b"\\" else marks
 
     def lines(self, s: np.ndarray, e: np.ndarray) -> bytes:
         """The tokens ``[s, e)``, each followed by a newline, as one bytes object."""
