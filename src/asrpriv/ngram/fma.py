@@ -476,7 +476,7 @@ class _RowWriter:
         at = start + width[0] + 1
         spaces = []
         for j in range(n):  # the words, left to right
-            chunks = self.vocab.chunks[:, :]
+            chunks = self.vocab.chunks
             w = ids[:, j]
             store[at] = chunks[w, 0]
             for k in range(1, chunks.shape[1]):
