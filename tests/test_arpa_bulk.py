@@ -184,7 +184,12 @@ def test_bulk_reader_declines_what_the_line_reader_rejects(tmp_path, case):
             packed.read_packed(str(path))
 
 
-def test_bulk_reader_declines_damaged_gzip(tmp_path):
+@pytest.mark.parametrize("inflate", ["isal", "zlib"])
+def test_bulk_reader_declines_damaged_gzip(tmp_path, monkeypatch, inflate):
+    import sys
+
+    if inflate == "zlib":
+        monkeypatch.setitem(sys.modules, "isal", None)  # the fallback where isal is not installed
     good = gzip.compress(GOOD.encode())
     for name, data in {"truncated": good[:-9], "trailing": good + b"junk", "not gzip": GOOD.encode()}.items():
         path = tmp_path / f"{name.replace(' ', '_')}.arpa.gz"
