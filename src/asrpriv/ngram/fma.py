@@ -71,13 +71,15 @@ on row codes, sums per context are ``bincount``; memory grows with the number of
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass
+from typing import Iterator
 
 import numpy as np
 
 from asrpriv.errors import InputError
 from asrpriv.ngram.mix import LOG10_ZERO, MixedArpa, MixedOrder
-from asrpriv.ngram.packed import PackedArpa, lookup, row_codes
+from asrpriv.ngram.packed import PackedArpa, lookup, row_codes, stable_argsort
 
 
 @dataclass
@@ -161,22 +163,26 @@ def _first_row_line(path: str | None) -> int | None:
 
 
 def closed_rows(model: PackedArpa) -> tuple[list[np.ndarray], list[np.ndarray | None]]:
-    """The model's n-grams per order as int64 rows, closed under prefixes and suffixes, sorted.
+    """The model's n-grams per order as rows of word ids, closed under prefixes and suffixes,
+    sorted.
 
     Also, per order, the index into the model's own rows of each closed row when the closure
     added nothing to that order (the rows are the model's, permuted), else None.
     """
     v = len(model.words)
     rows: list[np.ndarray] = [np.arange(v, dtype=np.int64).reshape(-1, 1)]
-    rows += [order.ids.astype(np.int64) for order in model.orders[1:]]
+    rows += [order.ids for order in model.orders[1:]]
     perms: list[np.ndarray | None] = [np.arange(v)] + [None] * (model.order - 1)
     for n in range(model.order, 1, -1):
         if n < model.order:  # rows[n-1] got the prefixes and suffixes of order n + 1
             rows[n - 1], perm = _sorted_unique(rows[n - 1], v)
             # B's rows come first in the concatenation, so equal rows resolve to B's index
             perms[n - 1] = None if len(rows[n - 1]) != len(model.orders[n - 1].ids) else perm
+        elif model.orders[n - 1].sorted_index is not None:  # sorted by the reader (no duplicates)
+            perms[n - 1] = model.orders[n - 1].sorted_index
+            rows[n - 1] = rows[n - 1][perms[n - 1]]
         else:
-            rows[n - 1], perms[n - 1] = _sorted_unique(rows[n - 1], v)
+            rows[n - 1], perms[n - 1] = _sorted_unique(rows[n - 1].astype(np.int64), v)
         if n > 2:
             rows[n - 2] = np.concatenate([rows[n - 2], rows[n - 1][:, :-1], rows[n - 1][:, 1:]])
     return rows, perms
@@ -189,10 +195,34 @@ def _sorted_unique(rows: np.ndarray, v: int) -> tuple[np.ndarray, np.ndarray]:
     codes = row_codes([rows], v)[0]
     if (codes[1:] > codes[:-1]).all():  # already sorted (and unique)
         return rows, np.arange(len(rows))
-    srt = np.argsort(codes, kind="stable")
-    codes = codes[srt]
+    srt, codes = stable_argsort(codes)
     first = np.concatenate([[True], codes[1:] != codes[:-1]])
     return rows[srt[first]], srt[first]
+
+
+@contextlib.contextmanager
+def small_pages() -> Iterator[None]:
+    """numpy's large arrays on ordinary pages within the block, then as before.
+
+    numpy asks the kernel for transparent huge pages for every array of 4 MB or more
+    (``madvise``; ``NUMPY_MADVISE_HUGEPAGE`` at import). Where the kernel then compacts memory
+    on the fault (``defrag=madvise``, the usual default), the dozens of fresh 16 MB
+    temporaries of :func:`adapt_arpa` on the 2M-bigram model cost 0.3 s of system time, ten
+    times what their ordinary page faults cost. A no-op where numpy lacks the switch.
+    """
+    try:
+        from numpy._core.multiarray import _set_madvise_hugepage
+    except ImportError:  # numpy < 2
+        try:
+            from numpy.core.multiarray import _set_madvise_hugepage
+        except ImportError:
+            _set_madvise_hugepage = None
+    previous = _set_madvise_hugepage(False) if _set_madvise_hugepage else None
+    try:
+        yield
+    finally:
+        if _set_madvise_hugepage:
+            _set_madvise_hugepage(previous)
 
 
 def adapt_arpa(model: PackedArpa, marg: Marginals, beta: float, reversed_: bool = False) -> MixedArpa:
@@ -223,19 +253,20 @@ def adapt_arpa(model: PackedArpa, marg: Marginals, beta: float, reversed_: bool 
     listed_logp, bows = [], []
     for n, r in enumerate(rows, 1):
         order = model.orders[n - 1]
-        if perms[n - 1] is not None:  # the closure added nothing to this order
-            hit = perms[n - 1]
-        else:
-            table, query = row_codes([order.ids, r], v)
-            srt = np.argsort(table, kind="stable")
-            hit = lookup(table[srt], query)
-            hit = np.where(hit >= 0, srt[np.maximum(hit, 0)], -1)
+        if perms[n - 1] is not None:  # the closure added nothing to this order: all listed
+            listed_logp.append(order.logp[perms[n - 1]])
+            bows.append(np.nan_to_num(order.bow[perms[n - 1]], nan=0.0))
+            continue
+        table, query = row_codes([order.ids, r], v)
+        srt, table = stable_argsort(table)
+        hit = lookup(table, query)
+        hit = np.where(hit >= 0, srt[np.maximum(hit, 0)], -1)
         found = hit >= 0
         listed_logp.append(np.where(found, order.logp[np.maximum(hit, 0)], np.nan))
         bows.append(np.where(found, np.nan_to_num(order.bow[np.maximum(hit, 0)], nan=0.0), 0.0))
 
-    def scaled(logp: np.ndarray) -> np.ndarray:
-        return logp * g if g != 0 else np.zeros_like(logp)
+    def scaled(logp: np.ndarray) -> np.ndarray:  # x * 1.0 is x: no product for the standard FMA
+        return logp if g == 1.0 else logp * g if g != 0 else np.zeros_like(logp)
 
     # order 1: the empty context
     log_pb_full = listed_logp[0]
@@ -246,14 +277,20 @@ def adapt_arpa(model: PackedArpa, marg: Marginals, beta: float, reversed_: bool 
     for n in range(2, model.order + 1):
         r, ctx = rows[n - 1], rows[n - 2]
         if n == 2:  # the contexts are the unigrams: row index = word id
-            prefix, suffix = r[:, 0], r[:, 1]
+            prefix, suffix = r[:, 0].astype(np.intp), r[:, 1].astype(np.intp)
+            last = suffix
         else:
             pre_q, suf_q, ctx_c = row_codes([r[:, :-1], r[:, 1:], ctx], v)
             prefix, suffix = lookup(ctx_c, pre_q), lookup(ctx_c, suf_q)
-        assert (prefix >= 0).all() and (suffix >= 0).all()
-        backed = bows[n - 2][prefix] + log_pb_full[suffix]
-        log_pb_n = np.where(np.isnan(listed_logp[n - 1]), backed, listed_logp[n - 1])
-        log_q_n = log_r[r[:, -1]] + scaled(log_pb_n)
+            assert (prefix >= 0).all() and (suffix >= 0).all()
+            last = r[:, -1]
+        unlisted = np.isnan(listed_logp[n - 1])
+        if unlisted.any():  # (else every row is listed: nothing backs off)
+            backed = bows[n - 2][prefix] + log_pb_full[suffix]
+            log_pb_n = np.where(unlisted, backed, listed_logp[n - 1])
+        else:
+            log_pb_n = listed_logp[n - 1]
+        log_q_n = log_r[last] + scaled(log_pb_n)
         m = len(ctx)
         s1 = np.bincount(prefix, weights=np.power(10.0, log_q_n), minlength=m)
         s2 = np.bincount(prefix, weights=np.power(10.0, log_q[suffix]), minlength=m)
@@ -280,35 +317,241 @@ def suffix_of(rows: np.ndarray, lower: np.ndarray, v: int) -> np.ndarray:
     return idx
 
 
-def write_arpa_lines(out, model: MixedArpa, precision: int | None = 7, chunk: int = 1 << 17) -> None:
+def write_arpa_lines(out, model: MixedArpa, precision: int | None = 7, chunk: int = 1 << 16) -> None:
     """Write ``model`` as ARPA text, the same text as :meth:`MixedArpa.write` (probability 0 and
-    ``<s>`` as -99, ``precision`` digits after the point, or ``repr`` with None).
+    ``<s>`` as -99, ``precision`` digits after the point, or ``repr`` with None), to a text or
+    binary stream (a UTF-8 text stream with a ``buffer`` gets the bytes directly).
 
-    Each chunk of rows is one ``%`` formatting of a repeated row template over a flat tuple
-    (``"%.7f\t%s %s\n" * rows % values``): the floats are formatted in C exactly as
-    ``format(x, ".7f")`` / ``repr`` do, without a Python call per row (1.9x faster than the
-    chained ``map(operator.add, ...)`` it replaces, same bytes).
+    With 6 to 8 digits (the step's default is 7) the rows are built in numpy
+    (:class:`_RowWriter`), byte-identical to Python's formatting. Otherwise (``repr``, other
+    precisions, huge numbers, a word with a NUL) each chunk of rows is one ``%`` formatting of
+    a repeated row template over a flat tuple (``"%.7f\t%s %s\n" * rows % values``), the
+    floats formatted in C as ``format(x, ".7f")`` / ``repr`` do.
     """
+    import io
+
     from asrpriv.ngram.arpa import write_header
 
-    write_header(out, model.counts())
+    sink = _byte_sink(out)
+    header = io.StringIO()
+    write_header(header, model.counts())
+    sink(header.getvalue().encode("utf-8"))
     words = model.words
+    fast = precision is not None and 6 <= precision <= 8
+    vocab = _WordChunks(words) if fast else None
+    if vocab is not None and vocab.chunks is None:
+        vocab = None
     num = "%r" if precision is None else f"%.{int(precision)}f"
-    for n, order in enumerate(model.orders, 1):
-        out.write(f"\\{n}-grams:\n")
-        logp = np.maximum(np.where(np.isfinite(order.logp), order.logp, LOG10_ZERO), LOG10_ZERO)
-        has_bow = not np.isnan(order.bow).all()
-        bow = np.maximum(np.nan_to_num(order.bow, nan=0.0), LOG10_ZERO)
-        row = num + "\t" + " ".join(["%s"] * n) + ("\t" + num if has_bow else "") + "\n"
-        fields = 1 + n + has_bow
-        for start in range(0, len(logp), chunk):
-            stop = min(start + chunk, len(logp))
-            flat: list = [None] * (fields * (stop - start))
-            flat[0::fields] = logp[start:stop].tolist()
-            for j in range(n):
-                flat[1 + j::fields] = map(words.__getitem__, order.ids[start:stop, j].tolist())
-            if has_bow:
-                flat[n + 1::fields] = bow[start:stop].tolist()
-            out.write(row * (stop - start) % tuple(flat))
-        out.write("\n")
-    out.write("\\end\\\n")
+    pool = None
+    if vocab is not None and sum(model.counts()) > 2 * chunk:
+        from concurrent.futures import ThreadPoolExecutor
+
+        pool = ThreadPoolExecutor(2, thread_name_prefix="asrpriv-arpa")
+    try:
+        for n, order in enumerate(model.orders, 1):
+            sink(f"\\{n}-grams:\n".encode("utf-8"))
+            logp = np.maximum(np.where(np.isfinite(order.logp), order.logp, LOG10_ZERO), LOG10_ZERO)
+            has_bow = not np.isnan(order.bow).all()
+            bow = np.maximum(np.nan_to_num(order.bow, nan=0.0), LOG10_ZERO) if has_bow else None
+            rows = None if vocab is None else _RowWriter(vocab, precision)
+            template = num + "\t" + " ".join(["%s"] * n) + ("\t" + num if has_bow else "") + "\n"
+            fields = 1 + n + has_bow
+
+            def text(start: int):
+                stop = min(start + chunk, len(logp))
+                ids = order.ids[start:stop]
+                part_bow = None if bow is None else bow[start:stop]
+                got = None if rows is None else rows.format(logp[start:stop], ids, part_bow)
+                if got is None:
+                    flat: list = [None] * (fields * (stop - start))
+                    flat[0::fields] = logp[start:stop].tolist()
+                    for j in range(n):
+                        flat[1 + j::fields] = map(words.__getitem__, ids[:, j].tolist())
+                    if has_bow:
+                        flat[n + 1::fields] = part_bow.tolist()
+                    got = (template * (stop - start) % tuple(flat)).encode("utf-8")
+                return got
+
+            for got in _in_order(pool, text, range(0, len(logp), chunk)):
+                sink(got)
+            sink(b"\n")
+        sink(b"\\end\\\n")
+    finally:
+        if pool is not None:
+            pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _in_order(pool, fn, items, ahead: int = 6):
+    """``fn(item)`` for each item, in order: by ``pool``'s threads, at most ``ahead`` at a
+    time (numpy releases the GIL, so two threads format rows at once), or here without a pool."""
+    if pool is None:
+        yield from map(fn, items)
+        return
+    jobs = []
+    for item in items:
+        jobs.append(pool.submit(fn, item))
+        if len(jobs) > ahead:
+            yield jobs.pop(0).result()
+    for job in jobs:
+        yield job.result()
+
+
+def _byte_sink(out):
+    """A function writing bytes to ``out``: a binary stream, or a text stream (UTF-8 ones with a
+    ``buffer`` get the bytes directly, after a flush; others the decoded text)."""
+    import codecs
+    import io
+
+    if not isinstance(out, io.TextIOBase):
+        return out.write
+    buffer = getattr(out, "buffer", None)
+    encoding = getattr(out, "encoding", None)
+    if buffer is not None and encoding and codecs.lookup(encoding).name == "utf-8":
+        out.flush()
+        return buffer.write
+    return lambda data: out.write(bytes(data).decode("utf-8"))
+
+
+class _WordChunks:
+    """The UTF-8 bytes of the words, 8 at a time: ``chunks[w, k]`` holds bytes ``[8k, 8k + 8)``
+    of word w (zero-padded), ``size[w]`` its length; ``chunks`` is None if a word is empty."""
+
+    def __init__(self, words: list[str]) -> None:
+        self.chunks = None
+        text = np.frombuffer("\n".join(words).encode("utf-8") + b"\n", dtype=np.uint8)
+        end = np.flatnonzero(text == 10)
+        if len(words) == 0 or len(end) != len(words):  # a word with a newline: the % path
+            return
+        self.size = np.diff(end, prepend=-1) - 1
+        if self.size.min() == 0 or (text == 0).any():
+            return
+        k = -(-int(self.size.max()) // 8)
+        padded = np.zeros((len(words), 8 * k + 1), dtype=np.uint8)  # + the newline
+        row = np.repeat(np.arange(len(words)), self.size + 1)
+        padded[row, np.arange(len(text)) - (end - self.size)[row]] = text
+        padded[np.arange(len(words)), self.size] = 0  # the newlines
+        self.chunks = np.ascontiguousarray(padded[:, :8 * k]).view("<u8")  # [V, k]
+
+
+class _RowWriter:
+    """The ARPA rows of one order as bytes, built in numpy, for 6 to 8 decimals.
+
+    The rows' offsets in the output come from their lengths; each word is stored there 8 bytes
+    at a time (unaligned uint64 stores), spilling up to 7 bytes past its end, so the words go
+    first, left to right (a spill lands on what is written after: the next word, or the numbers
+    and separators, and a row's last word on the next row's number, at least 8 bytes long with
+    6 decimals or more); then the numbers and separators, exactly.
+
+    Numbers: ``%.{p}f`` of x is the decimal of k = round(|x| 10^p) (the exact binary value,
+    halves to even), with a minus sign when x is negative (``-0.0000000`` too). k is ``rint`` of
+    the float product ``|x| 10^p`` unless that product lies within two ulps of a half, where it
+    could round the other way: those few numbers are formatted by Python and k read back from
+    the text (:func:`_fixed`). The p decimals are one SWAR store of 8 digits ending at the
+    number's end (its leading digits land on the point and the integer part, written after),
+    the integer part digit by digit.
+    """
+
+    def __init__(self, vocab: _WordChunks, precision: int) -> None:
+        assert 6 <= precision <= 8
+        self.vocab = vocab
+        self.p = precision
+
+    def format(self, logp: np.ndarray, ids: np.ndarray, bow: np.ndarray | None):
+        """The rows as a uint8 array, or None for the ``%`` path (a number out of range)."""
+        numbers = [_fixed(logp, self.p)]
+        if bow is not None:
+            numbers.append(_fixed(bow, self.p))
+        if any(part is None for part in numbers):
+            return None
+        n = ids.shape[1]
+        size = [self.vocab.size[ids[:, j]] for j in range(n)]
+        width = [self._width(*part) for part in numbers]
+        length = width[0] + sum(size) + n + 1  # number, tab, words and spaces, newline
+        if bow is not None:
+            length += 1 + width[1]
+        end = np.cumsum(length)
+        start = end - length
+        out = np.empty(int(end[-1]) + 16, dtype=np.uint8)
+        store = np.ndarray((len(out) - 7,), dtype="<u8", buffer=out, strides=(1,))
+        at = start + width[0] + 1
+        spaces = []
+        for j in range(n):  # the words, left to right
+            chunks = self.vocab.chunks
+            w = ids[:, j]
+            store[at] = chunks[w, 0]
+            for k in range(1, chunks.shape[1]):
+                more = np.flatnonzero(size[j] > 8 * k)
+                if len(more) == 0:
+                    break
+                store[at[more] + 8 * k] = chunks[w[more], k]
+            at = at + size[j]
+            spaces.append(at)
+            at = at + 1
+        self._number(out, store, start, width[0], *numbers[0])
+        out[start + width[0]] = 9  # tab
+        for sep in spaces[:-1]:
+            out[sep] = 32
+        if bow is not None:
+            out[spaces[-1]] = 9
+            self._number(out, store, spaces[-1] + 1, width[1], *numbers[1])
+        out[end - 1] = 10
+        return out[:int(end[-1])]
+
+    def _width(self, neg: np.ndarray, whole: np.ndarray, frac: np.ndarray) -> np.ndarray:
+        """Characters of each number: sign, integer digits, point, decimals."""
+        digits = np.ones(len(whole), dtype=np.int64)
+        scale = 10
+        top = int(whole.max(initial=0))
+        while scale <= top:
+            digits += whole >= scale
+            scale *= 10
+        return neg + digits + 1 + self.p
+
+    def _number(self, out, store, start, width, neg, whole, frac) -> None:
+        """Write numbers ``width`` characters long from ``start``."""
+        end = start + width
+        store[end - 8] = _ascii8(frac.astype(np.uint64))  # the decimals end the number
+        out[end - self.p - 1] = 46  # the point
+        units = end - self.p - 2
+        out[units] = whole % 10 + 48
+        scale, j = 10, 1
+        top = int(whole.max(initial=0))
+        while scale <= top:
+            more = np.flatnonzero(whole >= scale)
+            out[units[more] - j] = (whole[more] // scale) % 10 + 48
+            scale, j = scale * 10, j + 1
+        minus = np.flatnonzero(neg)
+        out[start[minus]] = 45
+
+
+def _fixed(x: np.ndarray, p: int) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """``(negative, integer part, decimals)`` of ``"%.{p}f" % v`` for each v of ``x``, exactly
+    (see :class:`_RowWriter`); None when a value is too large (or not finite) for that."""
+    scale = 10.0 ** p
+    a = np.abs(x)
+    if not (a < 2.0 ** 52 / scale).all():
+        return None
+    y = a * scale
+    k = np.rint(y)
+    near = np.abs(y - np.floor(y) - 0.5) <= 2 * np.spacing(y)
+    k = k.astype(np.int64)
+    neg = np.signbit(x)
+    for i in np.flatnonzero(near).tolist():
+        text = "%.*f" % (p, x[i])
+        k[i] = int(text.lstrip("-").replace(".", ""))
+        neg[i] = text.startswith("-")
+    whole = k // 10 ** p
+    return neg, whole, k - whole * 10 ** p
+
+
+def _ascii8(v: np.ndarray) -> np.ndarray:
+    """The 8 decimal digits (zero-padded) of each ``v`` < 10^8 as ASCII bytes in a uint64, the
+    first digit in the lowest byte (SWAR: halves, pairs, digits)."""
+    u = np.uint64
+    hi = v // u(10000)
+    x = hi | ((v - hi * u(10000)) << u(32))  # two 4-digit lanes, the high half first
+    q = ((x * u(5243)) >> u(19)) & u(0x0000007F0000007F)  # lane // 100
+    x = q | ((x - q * u(100)) << u(16))  # four 2-digit lanes
+    q = ((x * u(103)) >> u(10)) & u(0x000F000F000F000F)  # lane // 10
+    x = q | ((x - q * u(10)) << u(8))  # eight digits
+    return x + u(0x3030303030303030)

@@ -20,7 +20,7 @@ def adapt_arpa_file(arpa_path: str, adapt_path: str, output: str, beta: float = 
     from asrpriv.errors import AsrprivError
     from asrpriv.io.counts import read_counts
     from asrpriv.io.output import check_writable, open_output
-    from asrpriv.ngram.fma import adapt_arpa, marginals, write_arpa_lines
+    from asrpriv.ngram.fma import adapt_arpa, marginals, small_pages, write_arpa_lines
     from asrpriv.ngram.packed import read_packed
     from asrpriv.talk import info, warn
     from asrpriv.privacy.state import to_meta
@@ -47,7 +47,8 @@ def adapt_arpa_file(arpa_path: str, adapt_path: str, output: str, beta: float = 
         where = "and no <unk>" if oov_to_unk else "(--oov-to-unk: count them as <unk>)"
         warn(f"{marg.dropped_words} adaptation word(s) outside the ARPA vocabulary {where} "
              f"dropped (mass {marg.dropped_mass:g})")
-    adapted = adapt_arpa(model, marg, beta, reversed_)
+    with small_pages():
+        adapted = adapt_arpa(model, marg, beta, reversed_)
     meta = {"format": "asrpriv-arpa-meta/1", "step": "fma-adapt",
             "variant": "reversed" if reversed_ else "standard", "beta": f"{beta:g}",
             "prior": f"{prior:g}", "oov": "unk" if oov_to_unk else "dropped", "marginal": "counts" if background_path else "arpa-unigrams",
