@@ -278,7 +278,7 @@ def add_saved_tests(report: dict, assignments_path: str, labels_path: str, count
     bootstrap interval over the per-class mean ranks is added. Keys added to REPORT (returned):
     ``permutation`` (with ``"post_hoc": True``) and, under ``rank``, ``bootstrap_ci95``.
     """
-    from asrpriv.audit.run import read_labels
+    from asrpriv.audit.labels import read_labels
     from asrpriv.io.lines import iter_lines
 
     seed = (report.get("settings") or {}).get("seed")

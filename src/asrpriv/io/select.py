@@ -306,7 +306,7 @@ def total_words(lines: Iterable[str], ids: bool = True) -> int:
 
 def map_lines(lines: Iterable[str], class_map, ids: bool = True) -> Iterator[str]:
     """``lines`` with every member word of ``class_map``
-    (:class:`asrpriv.ngram.classes.ClassMap`) replaced by its class token; fields joined by
+    (:class:`asrpriv.io.classes.ClassMap`) replaced by its class token; fields joined by
     one space."""
     for line in lines:
         fields = line.split()
@@ -365,7 +365,7 @@ def select_text(s: SelectTextSettings) -> SelectResult:
         elif s.vocab:
             out.writelines(f"{w}\n" for w in vocabulary(lines, s.ids))
         elif s.classes:
-            from asrpriv.ngram.classes import read_class_map
+            from asrpriv.io.classes import read_class_map
 
             out.writelines(map_lines(lines, read_class_map(s.classes), s.ids))
         else:
