@@ -223,3 +223,13 @@ def test_step_adds_the_tests_and_changes_nothing_else(tmp_path):
     assert r["bootstrap_ci95"][0] <= r["mean_rank"] <= r["bootstrap_ci95"][1]
     md = (tmp_path / "199" / "report.md").read_text()
     assert "(p 0.005" in md and "199 permutations" in md and "Bootstrap 95% interval" in md
+    # an audit made without tests gets the same cluster tests and rank interval afterwards,
+    # from its saved assignment and the labels (what the leakage report does for old audits)
+    from asrpriv.audit.permutation import add_saved_tests
+
+    late = add_saved_tests(json.loads(json.dumps(off)), str(tmp_path / "0" / "assignments.tsv"),
+                           str(tmp_path / "labels.tsv"), count=199)
+    assert late["permutation"].pop("post_hoc") is True
+    assert late["permutation"] == on["permutation"]
+    assert late["rank"]["bootstrap_ci95"] == on["rank"]["bootstrap_ci95"]
+    assert "permutation" not in late["rank"]          # needs the distances: not made afterwards

@@ -128,9 +128,10 @@ def tests_paragraph(reports: list[dict]) -> str:
             "label column (speaker, main meeting or gender) permuted over the items; *null* is the permutations' "
             "mean purity and central 95% range, what clusters of these sizes give by chance. Mean speaker rank: "
             f"a percentile bootstrap 95% interval over speakers ({nb} resamples; each speaker's query gives one "
-            f"per-speaker mean rank) and a permutation test with N = {nr} permutations: the speaker labels permuted "
-            "over the items and the whole rank test rerun (random pairs and distractors) on the same distances. "
-            "Gender probe: accuracy with a Wilson 95% interval, AUC with a bootstrap 95% interval over items (1,000 "
+            "per-speaker mean rank)" + (f" and a permutation test with N = {nr} permutations: the speaker labels "
+                                     "permuted over the items and the whole rank test rerun (random pairs and "
+                                     "distractors) on the same distances. " if ranks else ". ")
+            + "Gender probe: accuracy with a Wilson 95% interval, AUC with a bootstrap 95% interval over items (1,000 "
             "resamples). The p-values are per cell, not corrected for the number of cells."
             + (f" {NO_TEST}: that audit was made without permutation tests." if partial and not post_hoc else "")
             + (" Audits made without `--permutations` (an asrpriv older than these tests) got the cluster tests "
@@ -232,13 +233,19 @@ def main(argv: list[str] | None = None) -> int:
         [("deltas, clipped", f"z = {z}" if z != "0" else "clip only", f"dp-z{z}") for z in ["0"] + a.z.split()] + \
         [("unigram counts", "none", "counts-clean")] + [("unigram counts", f"epsilon = {e}", f"counts-eps{e}") for e in a.epsilons.split()]
     points = []
+    missing = []
     for what, noise, name in rows:
         r = load(out, name, "constrained")
         if not r:
             L.append(f"| {what} | {noise} | – | – | – | – |")
+            missing.append(f"{what} ({noise})")
             continue
         L.append(f"| {what} | {noise} | {purity_cell(r, 'speaker')} | {pure_cell(r, 'speaker')} | {rank(r)} | {probe(r)} |")
         points.append((what, noise, r))
+    if missing:
+        L.append(f"\nNot in this run (–): {', '.join(missing)}: those audits were not made in this OUT_DIR "
+                 "(a run stopped before its noise rows, or settings without them); the recipe's --reduced "
+                 "results (examples/results/leakage-audit-reduced.md) hold the noise rows on fewer items.")
     L.append("\nRandom clustering gives the purity floor (see the Random row above), and each purity's *null* is its own "
              "clustering's chance level; chance rank = (distractors + 2) / 2. "
              "A probe AUC *below* 0.5 with an interval below 0.5 is not signal: with speaker-grouped folds on a balanced "
