@@ -207,9 +207,24 @@ def _align_full(ref: Sequence, hyp: Sequence) -> list[Step]:
             cur[b] = left
         prev = cur
     path: list[Step] = []
-    a, b = n, m
-    while a > 0 or b > 0:
-        move = back[a][b]
+    _, b = _trace_rows(back, 0, ref, hyp, n, m, 0, path)
+    while b > 0:  # row 0: only insertions are left
+        b -= 1
+        path.append(("I", -1, b))
+    path.reverse()
+    return path
+
+
+def _trace_rows(back, offset: int, ref: Sequence, hyp: Sequence, a: int, b: int, stop: int,
+                path: list[Step]) -> tuple[int, int]:
+    """Follow back pointers from cell (a, b) up to row ``stop`` (``stop >= 0``), appending the steps.
+
+    ``back[a - offset][b]`` is the move into cell (a, b): 0 diagonal, 1 deletion (up), 2 insertion
+    (left); column 0 is always a deletion. The steps come last first. Returns the cell reached,
+    ``(stop, b)``.
+    """
+    while a > stop:
+        move = back[a - offset][b] if b > 0 else 1
         if move == 0:
             a -= 1
             b -= 1
@@ -220,8 +235,7 @@ def _align_full(ref: Sequence, hyp: Sequence) -> list[Step]:
         else:
             b -= 1
             path.append(("I", -1, b))
-    path.reverse()
-    return path
+    return a, b
 
 
 def _band(ref: Sequence, hyp: Sequence) -> tuple[int, int]:
@@ -360,18 +374,7 @@ def _align_checkpointed(ref: Sequence, hyp: Sequence) -> list[Step]:
             span = step(start + r, prev, cur, cur_span, back[r])
             prev, cur = cur, prev
             cur_span, prev_span = prev_span, span
-        while a > start and (a > 0 or b > 0):
-            move = back[a - start, b] if b > 0 else 1
-            if move == 0:
-                a -= 1
-                b -= 1
-                path.append(("C" if ref[a] == hyp[b] else "S", a, b))
-            elif move == 1:
-                a -= 1
-                path.append(("D", a, -1))
-            else:
-                b -= 1
-                path.append(("I", -1, b))
+        a, b = _trace_rows(back, start, ref, hyp, a, b, start, path)
         del back
     path.reverse()
     return path
