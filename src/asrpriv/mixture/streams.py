@@ -123,7 +123,7 @@ class NnlmLM:
     def word_logprobs(self, sentences):
         import torch
 
-        from asrpriv.nnlm.score import encode_sentences, pad_batch
+        from asrpriv.nnlm.score import encode_sentences, masked_logprobs, pad_batch
 
         model, vocab, device = self.model, self.vocab, self.device
         seqs = encode_sentences(vocab, sentences)
@@ -137,14 +137,7 @@ class NnlmLM:
                 idx = order[start:start + self.batch_size]
                 inputs, targets, mask = pad_batch([seqs[i] for i in idx], vocab.eos_id)
                 inputs, targets, mask = inputs.to(device), targets.to(device), mask.to(device)
-                if hasattr(model, "hidden"):
-                    logits = model.output(model.hidden(inputs, mask)).float()
-                    picked = torch.log_softmax(logits, dim=-1).gather(
-                        -1, targets[mask].unsqueeze(-1)).squeeze(-1)
-                else:
-                    logits = model(inputs).float()
-                    picked = torch.log_softmax(logits, dim=-1).gather(
-                        -1, targets.unsqueeze(-1)).squeeze(-1)[mask]
+                picked = masked_logprobs(model, inputs, targets, mask)
                 # mask rows are left-aligned, so the masked values come sentence by sentence
                 values = picked.double().cpu().numpy()
                 pos = 0

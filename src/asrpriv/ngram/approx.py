@@ -51,7 +51,7 @@ def token_logprobs(model, vocab, sentences: Sequence[Sequence[str]], batch_token
     """
     import torch
 
-    from asrpriv.nnlm.score import encode_sentences, pad_batch
+    from asrpriv.nnlm.score import encode_sentences, masked_logprobs, pad_batch
     from asrpriv.nnlm.gemm import plan_batches
 
     all_seqs = encode_sentences(vocab, sentences)
@@ -74,9 +74,7 @@ def token_logprobs(model, vocab, sentences: Sequence[Sequence[str]], batch_token
                 picked = logits.gather(-1, targets[mask].unsqueeze(-1)).squeeze(-1) \
                     - torch.logsumexp(logits, dim=-1)
             else:
-                logits = model(inputs).float()
-                picked = torch.log_softmax(logits, dim=-1).gather(
-                    -1, targets.unsqueeze(-1)).squeeze(-1)[mask]
+                picked = masked_logprobs(model, inputs, targets, mask)
             values = picked.double().cpu().numpy()
             pos = 0
             for i in idx:  # masked values come row by row

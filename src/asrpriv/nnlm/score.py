@@ -38,6 +38,22 @@ def pad_batch(seqs: Sequence[np.ndarray], pad_id: int) -> tuple[torch.Tensor, to
     return full_t[:, :-1], full_t[:, 1:], mask
 
 
+def masked_logprobs(model: torch.nn.Module, inputs: torch.Tensor, targets: torch.Tensor,
+                    mask: torch.Tensor) -> torch.Tensor:
+    """``ln P(target)`` (``log_softmax`` of the float32 logits) at the real positions of a
+    :func:`pad_batch` batch, row by row (masked rows are left-aligned, so sentence by sentence).
+
+    A model with ``hidden``/``output`` runs its output layer on the real positions only.
+    """
+    if hasattr(model, "hidden"):
+        logits = model.output(model.hidden(inputs, mask)).float()
+        return torch.log_softmax(logits, dim=-1).gather(
+            -1, targets[mask].unsqueeze(-1)).squeeze(-1)
+    logits = model(inputs).float()
+    return torch.log_softmax(logits, dim=-1).gather(
+        -1, targets.unsqueeze(-1)).squeeze(-1)[mask]
+
+
 @torch.inference_mode()
 def sentence_logprobs(model: torch.nn.Module, vocab: Vocabulary,
                       sentences: Sequence[Sequence[str]], batch_size: int = 64,
