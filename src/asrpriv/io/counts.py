@@ -14,7 +14,7 @@ from typing import IO, Iterable
 
 from asrpriv.errors import AsrprivError, InputError
 from asrpriv.io.lines import iter_lines
-from asrpriv.io.metadata import COUNTS_KEYS, check_history_consistency, parse_meta_line
+from asrpriv.io.metadata import COUNTS_KEYS, MetaHeader, check_history_consistency
 from asrpriv.io.words import escape, is_word, unescape
 
 FORMAT = "asrpriv-counts/2"
@@ -38,28 +38,12 @@ def read_counts(path: str | None, allow_empty: bool = False) -> tuple[dict[str, 
 def parse_counts(path: str | None, numbered_lines: Iterable[tuple[int, str]],
                  allow_empty: bool = False) -> tuple[dict[str, str], dict[str, float]]:
     """:func:`read_counts` on already-read ``(line number, line)`` pairs."""
-    meta: dict[str, str] = {}
-    lines: dict[str, int] = {}
+    header = MetaHeader(path, COUNTS_KEYS, "asrpriv-counts/1", "count rows",
+                        "recount with this asrpriv", format_first=True)
+    meta = header.meta
     counts: dict[str, float] = {}
-    seen_header = False
-    escaped = True
-    for lineno, line in numbered_lines:
-        if line.startswith("#"):
-            if counts:
-                raise InputError(path, lineno, "metadata line after count rows")
-            if "\t" in line and not escaped:
-                raise InputError(path, lineno, "old-format (asrpriv-counts/1) row of a word starting "
-                                 "with '#' is ambiguous with metadata; recount with this asrpriv")
-            parse_meta_line(path, lineno, line, meta, COUNTS_KEYS)
-            if "format" in meta and "format" not in lines:
-                if lineno != 1:
-                    raise InputError(path, lineno, "the format line must be the first line")
-                escaped = meta["format"] != "asrpriv-counts/1"
-            lines.update((k, lineno) for k in meta if k not in lines)
-            seen_header = True
-            continue
-        if not line.strip():
-            continue
+    for lineno, line in header.rows(numbered_lines):
+        escaped = header.escaped
         parts = line.split("\t")
         if len(parts) != 2:
             raise InputError(path, lineno, f"expected 'word<TAB>count', got {len(parts)} tab-separated fields")
@@ -77,9 +61,9 @@ def parse_counts(path: str | None, numbered_lines: Iterable[tuple[int, str]],
         if word in counts:
             raise InputError(path, lineno, f"duplicate word {word!r}")
         counts[word] = value
-    if not counts and not seen_header and not allow_empty:
+    if not counts and not header.seen and not allow_empty:
         raise InputError(path, None, "empty input: expected a counts file ('word<TAB>count' rows)")
-    check_history_consistency(path, meta, lines)
+    check_history_consistency(path, meta, header.lines)
     return meta, counts
 
 

@@ -12,7 +12,7 @@ from typing import IO
 
 from asrpriv.errors import AsrprivError, InputError
 from asrpriv.io.lines import iter_lines
-from asrpriv.io.metadata import FACTORS_KEYS, check_history_consistency, parse_meta_line
+from asrpriv.io.metadata import FACTORS_KEYS, MetaHeader, check_history_consistency
 from asrpriv.io.words import escape, is_word, unescape
 
 FORMAT = "asrpriv-factors/2"
@@ -21,24 +21,11 @@ FORMAT = "asrpriv-factors/2"
 def read_factors(path: str, numbered_lines=None) -> tuple[dict[str, str], dict[str, float]]:
     """Read ``(metadata, {word: log_factor})``; a bad line is an InputError with its line.
     ``numbered_lines``: the file's ``(line number, line)`` pairs, when already being read."""
-    meta: dict[str, str] = {}
-    lines: dict[str, int] = {}
+    header = MetaHeader(path, FACTORS_KEYS, "asrpriv-factors/1", "factor rows", "remake the factors")
+    meta = header.meta
     factors: dict[str, float] = {}
-    escaped = True
-    for lineno, line in (iter_lines(path) if numbered_lines is None else numbered_lines):
-        if line.startswith("#"):
-            if factors:
-                raise InputError(path, lineno, "metadata line after factor rows")
-            if "\t" in line and not escaped:
-                raise InputError(path, lineno, "old-format (asrpriv-factors/1) row of a word "
-                                 "starting with '#' is ambiguous with metadata; remake the factors")
-            parse_meta_line(path, lineno, line, meta, FACTORS_KEYS)
-            if "format" in meta and "format" not in lines:
-                escaped = meta["format"] != "asrpriv-factors/1"
-            lines.update((k, lineno) for k in meta if k not in lines)
-            continue
-        if not line.strip():
-            continue
+    for lineno, line in header.rows(iter_lines(path) if numbered_lines is None else numbered_lines):
+        escaped = header.escaped
         parts = line.split("\t")
         if len(parts) != 2:
             raise InputError(path, lineno, f"expected 'word<TAB>log_factor', got {len(parts)} fields")
@@ -56,7 +43,7 @@ def read_factors(path: str, numbered_lines=None) -> tuple[dict[str, str], dict[s
         factors[word] = value
     if not factors:
         raise InputError(path, None, "empty input: expected 'word<TAB>log_factor' rows")
-    check_history_consistency(path, meta, lines)
+    check_history_consistency(path, meta, header.lines)
     return meta, factors
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 import re
-from typing import Callable
+from typing import Callable, Iterable, Iterator
 
 from asrpriv.errors import InputError
 
@@ -176,6 +176,54 @@ def parse_meta_line(path: str | None, lineno: int, line: str, meta: dict[str, st
     if problem:
         raise InputError(path, lineno, f"metadata {key}={_short(value)}: {problem}")
     meta[key] = value
+
+
+class MetaHeader:
+    """The metadata lines at the head of a counts or factors file, read as its lines go by.
+
+    ``old_format``: the format name whose words are not escaped (``asrpriv-counts/1``);
+    ``rows``: what the rows are called in messages (``count rows``); ``remake``: the advice
+    when an old-format row of a ``#`` word is met; ``format_first``: the format line, if any,
+    must be line 1. After :meth:`rows`: ``meta``, the first line of each key (``lines``),
+    whether words are ``escaped``, and whether any metadata line was ``seen``.
+    """
+
+    def __init__(self, path: str | None, keys: dict[str, Callable[[str], str | None]],
+                 old_format: str, rows: str, remake: str, format_first: bool = False) -> None:
+        self.path, self.keys, self.old_format = path, keys, old_format
+        self.rows_name, self.remake, self.format_first = rows, remake, format_first
+        self.meta: dict[str, str] = {}
+        self.lines: dict[str, int] = {}
+        self.escaped = True
+        self.seen = False
+
+    def rows(self, numbered_lines: Iterable[tuple[int, str]]) -> Iterator[tuple[int, str]]:
+        """The non-blank row lines ``(line number, line)``; metadata lines are validated and kept.
+
+        Each row given must be taken (or refused) by the caller: a metadata line after one is an
+        InputError.
+        """
+        path, meta, lines = self.path, self.meta, self.lines
+        have_rows = False
+        for lineno, line in numbered_lines:
+            if line.startswith("#"):
+                if have_rows:
+                    raise InputError(path, lineno, f"metadata line after {self.rows_name}")
+                if "\t" in line and not self.escaped:
+                    raise InputError(path, lineno, f"old-format ({self.old_format}) row of a word "
+                                     f"starting with '#' is ambiguous with metadata; {self.remake}")
+                parse_meta_line(path, lineno, line, meta, self.keys)
+                if "format" in meta and "format" not in lines:
+                    if self.format_first and lineno != 1:
+                        raise InputError(path, lineno, "the format line must be the first line")
+                    self.escaped = meta["format"] != self.old_format
+                lines.update((k, lineno) for k in meta if k not in lines)
+                self.seen = True
+                continue
+            if not line.strip():
+                continue
+            have_rows = True
+            yield lineno, line
 
 
 def check_history_consistency(path: str | None, meta: dict[str, str], lines: dict[str, int]) -> None:
