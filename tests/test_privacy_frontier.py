@@ -120,8 +120,9 @@ def test_privacy_frontier_reduced(tmp_path):
     # (the FMA rows' draws are in frontier.tsv, checked above)
     assert not rows_without_interval(md), rows_without_interval(md)
     assert len([r for r in table_rows(md) if is_dp_row(r)]) == 4 and not dp_rows_with_few_draws(md, 3)
-    # the run time: one 'seconds<TAB>command' line per invocation in runtime.tsv, named in frontier.md
-    (seconds, command), = [line.split("\t") for line in (out / "runtime.tsv").read_text().splitlines()]
+    # the run time: one 'seconds<TAB>start<TAB>command' line per invocation in runtime.tsv (recipe_runtime),
+    # named in frontier.md
+    (seconds, _start, command), = [line.split("\t") for line in (out / "runtime.tsv").read_text().splitlines()]
     assert command.endswith(f"bin/privacy-frontier --reduced {AMI} {out}")
     assert f"Run time {int(seconds):,} s" in md and f"`{command}`" in md
     assert (out / "frontier.png").stat().st_size > 1000
