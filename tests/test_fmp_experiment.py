@@ -90,11 +90,11 @@ def test_fmp_experiment_tiny_slice(tmp_path):
         return [line for line in text.splitlines() if "Run time" not in line]
     assert timeless(rerun) == timeless(results)
     # a cached rerun does not pass its few seconds off as the computation's run time (issue 29):
-    # OUT/runtime.tsv has one 'seconds<TAB>command' line per invocation, the report their sum
+    # OUT/runtime.tsv has one 'seconds<TAB>start<TAB>command' line per invocation, the report their sum
     parts = [line.split("\t") for line in (out / "runtime.tsv").read_text().splitlines()]
-    assert len(parts) == 2 and all(s.isdigit() for s, _c in parts)
-    assert parts[0][1].endswith(f"bin/fmp-experiment --reduced {AMI} {out}") and "DP_DRAWS=1 " in parts[0][1]
-    total = sum(int(s) for s, _c in parts)
+    assert len(parts) == 2 and all(p[0].isdigit() and p[1].isdigit() for p in parts)   # seconds, start
+    assert parts[0][-1].endswith(f"bin/fmp-experiment --reduced {AMI} {out}") and "DP_DRAWS=1 " in parts[0][-1]
+    total = sum(int(p[0]) for p in parts)
     assert f"Run time {total:,} s" in rerun and "the sum of the 2 invocations" in rerun
     assert "in all" not in results and "reused from the cache" not in results
     # the data is named from DATA_DIR/SOURCE.txt; Table 3/4 say our T and the paper's T = 10
@@ -144,5 +144,5 @@ def test_fmp_experiment_reduced_form_states_its_uncertainty(tmp_path):
         for d in (1, 2, 3):
             assert "beta=0 " in (out / "runs" / f"fmp-T2-dp{eps}-draw{d}" / "settings.txt").read_text()
     assert DATA_NAME in results and "(ours T=2; paper 000's column T=10)" in results
-    (seconds, command), = [line.split("\t") for line in (out / "runtime.tsv").read_text().splitlines()]
+    (seconds, _start, command), = [line.split("\t") for line in (out / "runtime.tsv").read_text().splitlines()]
     assert command == f"bin/fmp-experiment --reduced {AMI} {out}" and f"Run time {int(seconds):,} s" in results

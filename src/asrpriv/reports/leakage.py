@@ -157,7 +157,7 @@ def main(argv: list[str] | None = None) -> int:
     L = ["# Leakage audit of shared model updates (paper 004 §4.3-4.6)\n"]
     L.append(data_paragraph(a.data) + " The audit itself uses the AMI transcripts (text), not the synthetic "
              "speech's recognizer output.\n")
-    L.append(f"Mode {a.mode}. " + runtime_paragraph(out, int(a.seconds or 0), "audit/*/*/report.json",
+    L.append(f"Mode {a.mode}. " + runtime_paragraph(out, int(a.seconds or 0), "**/*.key",
                                                     a.command or "bin/leakage-audit") + "\n")
     L.append("**What differs from 004**: 004 fine-tuned "
              "acoustic models (5 layers) on TED talks, 2,745 items (4 sub-talks per talk, ~700 speakers); here each "
