@@ -26,6 +26,18 @@ def table_rows(markdown: str) -> list[str]:
     return rows
 
 
+def section_rows(markdown: str, heading: str) -> list[list[str]]:
+    """The body rows of the first Markdown table after HEADING, as lists of cells."""
+    lines = markdown.split(heading, 1)[1].splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("|"))
+    body = []
+    for line in lines[start + 2:]:
+        if not line.startswith("|"):
+            break
+        body.append([c.strip() for c in line.strip("|").split("|")])
+    return body
+
+
 def rows_without_interval(markdown: str) -> list[str]:
     return [row for row in table_rows(markdown) if not INTERVAL.search(row)]
 

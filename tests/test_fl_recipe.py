@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from _table_helpers import section_rows
 from conftest import AMI, ROOT
 
 
@@ -81,18 +82,6 @@ def test_fl_recipe_tiny_slice(tmp_path):
     assert f"Run time {total} s" in (out / "results.md").read_text() and "the sum of the 2 parts" in again.stdout
 
 
-def _table_rows(text: str, heading: str) -> list[list[str]]:
-    """The body rows of the first Markdown table after HEADING, as lists of cells."""
-    lines = text.split(heading, 1)[1].splitlines()
-    start = next(i for i, line in enumerate(lines) if line.startswith("|"))
-    body = []
-    for line in lines[start + 2:]:
-        if not line.startswith("|"):
-            break
-        body.append([c.strip() for c in line.strip("|").split("|")])
-    return body
-
-
 @pytest.mark.slow  # the whole --reduced mode: 17.6 min at nice 19 on the loaded 2 cores
 def test_fl_recipe_reduced_every_row_has_an_interval(tmp_path):
     out = tmp_path / "out"
@@ -105,16 +94,16 @@ def test_fl_recipe_reduced_every_row_has_an_interval(tmp_path):
     headings = ["## Table 2", "## Table 3", "## Table 4", "## Table 5", "### Table 5, every draw", "## Oracle",
                 "## Training curve"]
     for heading in headings:
-        rows = _table_rows(text, heading)
+        rows = section_rows(text, heading)
         assert rows, heading
         for row in rows:
             assert any(c.startswith("[") or "bootstrap [" in c for c in row), (heading, row)
     # the DP rows: 3 draws each (the issue's minimum), 3 noise multipliers
-    dp = _table_rows(text, "## Table 5")
+    dp = section_rows(text, "## Table 5")
     assert len(dp) == 3 and all(row[6] == "3" for row in dp), dp
     assert all(row[9].startswith("t [") for row in dp)
     # the curve of fl-token: t = 0 (pre-trained), 1, 2 (= the row itself)
-    assert [r[0] for r in _table_rows(text, "## Training curve")] == ["0", "1", "2"]
+    assert [r[0] for r in section_rows(text, "## Training curve")] == ["0", "1", "2"]
     assert (out / "fl_curve.png").stat().st_size > 1000
     # the short utterances: scored on fewer utterances than the whole evaluation set
     short = json.loads((out / "runs" / "pretrained" / "wer-short.json").read_text())

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from _table_helpers import section_rows
 from conftest import AMI, ROOT
 from asrpriv.reports import common, fl, fmp
 
@@ -183,18 +184,6 @@ def _fl_args(out: Path) -> list[str]:
             "--command", "ROUNDS=3 bin/fl-finetune-experiment --reduced D O", str(out)]
 
 
-def _rows(text: str, heading: str) -> list[list[str]]:
-    """The body rows of the first Markdown table after HEADING, as lists of cells."""
-    lines = text.split(heading, 1)[1].splitlines()
-    start = next(i for i, line in enumerate(lines) if line.startswith("|"))
-    body = []
-    for line in lines[start + 2:]:
-        if not line.startswith("|"):
-            break
-        body.append([c.strip() for c in line.strip("|").split("|")])
-    return body
-
-
 def test_fl_report_curve_short_table_dp_means_and_parts(tmp_path):
     out = _fl_out(tmp_path)
     assert fl.main(_fl_args(out)) == 0
@@ -203,26 +192,26 @@ def test_fl_report_curve_short_table_dp_means_and_parts(tmp_path):
     # every row of every table has an interval
     for heading in ("## Table 2", "## Table 5", "### Table 5, every draw", "## Table 3", "DP settings on the same",
                     "## Training curve"):
-        rows = _rows(text, heading)
+        rows = section_rows(text, heading)
         assert rows, heading
         for row in rows:
             assert any(c.startswith("[") or "bootstrap [" in c for c in row), (heading, row)
     # the curve: t = 0 (pre-trained), the rounds the recipe evaluated, t = 3 = the row itself; never t = 5
-    curve = _rows(text, "## Training curve")
+    curve = section_rows(text, "## Training curve")
     assert [r[0] for r in curve] == ["0", "1", "2", "3"]
     assert curve[0][1:3] == ["170.0", "24.00"] and curve[3][1:3] == ["160.0", "23.00"]
     assert "curve-fl-token" not in text.split("## Training curve")[0]    # no curve row in the main tables
     assert (out / "fl_curve.png").stat().st_size > 1000 and (out / "fl_wer.png").stat().st_size > 1000
     # DP: the mean of 3 draws, its t-interval and the envelope of the draws' bootstrap intervals
-    dp = _rows(text, "## Table 5")[0]
+    dp = section_rows(text, "## Table 5")[0]
     assert dp[6] == "3" and dp[8] == "24.10"
     half = 4.302653 * 0.2 / 3 ** 0.5          # t(0.975, 2) s / sqrt(3), s = 0.2
     assert dp[9] == f"t [{24.1 - half:.2f}, {24.1 + half:.2f}]; bootstrap [22.90, 25.30]"
-    assert len(_rows(text, "### Table 5, every draw")) == 3
+    assert len(section_rows(text, "### Table 5, every draw")) == 3
     # epsilon rounded once: the table and the history say the same
     assert dp[2] == "14.25" and dp[3] == "13.22" and "z = 0.5, token weighted: 14.25 / 13.22." in text
     # Table 3: the short-utterance scores, what differs from 001's voice commands
-    short = _rows(text, "## Table 3")
+    short = section_rows(text, "## Table 3")
     assert [r[1] for r in short[:2]] == ["35.00", "34.00"] and short[1][-1] == "9.89"
     assert "not voice commands" in text and "4-word segments" in text and "200 reference words" in text
     # the exact command, every part, and the summed run time
@@ -246,8 +235,8 @@ def test_fl_report_without_runtime_file_and_one_draw(tmp_path):
     text = (out / "results.md").read_text()
     assert "Made by `ROUNDS=3 bin/fl-finetune-experiment --reduced D O`. Run time 40 s" in text
     assert "reused from the cache of an earlier invocation" in text
-    assert _rows(text, "## Table 5")[0][9] == "bootstrap [22.90, 24.90] (1 draw)"
-    assert [r[0] for r in _rows(text, "## Training curve")] == ["0", "1", "2", "3", "5"]
+    assert section_rows(text, "## Table 5")[0][9] == "bootstrap [22.90, 24.90] (1 draw)"
+    assert [r[0] for r in section_rows(text, "## Training curve")] == ["0", "1", "2", "3", "5"]
 
 
 def test_fl_report_runtime_parts_lower_bound(tmp_path):

@@ -95,6 +95,20 @@ def run_time(seconds: int | float, out: str, artefacts: str, started: float | No
     return text
 
 
+def save_figure(fig, path: str, data: str = "", dpi: int = 110) -> None:
+    """Save a report's figure to PATH with the data named in a caption line at its foot (when
+    DATA is given), then close it."""
+    import matplotlib.pyplot as plt
+
+    if data:
+        fig.text(0.01, 0.005, f"Data: {data}.", fontsize=7)
+        fig.tight_layout(rect=(0, 0.04, 1, 1))
+    else:
+        fig.tight_layout()
+    fig.savefig(path, dpi=dpi)
+    plt.close(fig)
+
+
 def fmt_eps(value: float) -> str:
     """Epsilon rounded once, to 4 significant digits (privacy-report's own text precision)."""
     return f"{value:.4g}"

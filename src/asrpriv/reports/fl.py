@@ -22,7 +22,8 @@ import json
 import os
 import statistics
 
-from asrpriv.reports.common import DATA_NAME, data_name, data_paragraph, fmt_eps, runtime_paragraph
+from asrpriv.reports.common import (DATA_NAME, data_name, data_paragraph, fmt_eps, runtime_paragraph,
+                                    save_figure)
 
 # paper 001: (PPL, WER %) on the conversation evaluation set
 PAPER_T2 = {"nonnlm": (None, 8.07), "pretrained": (109.4, 7.96), "server-all": (31.3, 7.79),
@@ -395,13 +396,7 @@ def plot_curve(out: str, row: str, curve: list, data: str = "") -> None:
     for ax in axes:
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     fig.suptitle(f"Training curve of {LABELS.get(row, row)}", fontsize=10)
-    if data:
-        fig.text(0.01, 0.005, f"Data: {data}.", fontsize=7)
-        fig.tight_layout(rect=(0, 0.04, 1, 1))
-    else:
-        fig.tight_layout()
-    fig.savefig(os.path.join(out, "fl_curve.png"), dpi=110)
-    plt.close(fig)
+    save_figure(fig, os.path.join(out, "fl_curve.png"), data, dpi=110)
 
 
 def _history_epsilon(out: str, name: str) -> str | None:
@@ -471,13 +466,7 @@ def plot(out: str, wer: dict, names: list[str], dp_points: list, data: str = "")
     axes[1].axvline(0.0, color="tab:gray", ls="--", lw=0.8)
     axes[0].set_xlabel("dev WER % (95% bootstrap interval)")
     axes[1].set_xlabel("WER minus pre-trained NNLM (paired 95% interval)")
-    if data:
-        fig.text(0.01, 0.005, f"Data: {data}.", fontsize=7)
-        fig.tight_layout(rect=(0, 0.04, 1, 1))
-    else:
-        fig.tight_layout()
-    fig.savefig(os.path.join(out, "fl_wer.png"), dpi=110)
-    plt.close(fig)
+    save_figure(fig, os.path.join(out, "fl_wer.png"), data, dpi=110)
 
 
 if __name__ == "__main__":

@@ -15,7 +15,7 @@ import argparse
 import json
 import os
 
-from asrpriv.reports.common import data_name, data_paragraph, runtime_paragraph
+from asrpriv.reports.common import data_name, data_paragraph, runtime_paragraph, save_figure
 
 # 004 Tables 4.8 (case 1: talk) and 4.9 (case 2: speaker): (pure clusters, purity, entropy);
 # its epochs 0 and 2 are our epochs 1 and 3 (004 counts from 0)
@@ -296,13 +296,7 @@ def plot(out: str, points: list, data: str = "") -> None:
     for ax in axes:
         ax.set_xticks(list(xs))
         ax.set_xticklabels(labels, fontsize=7, rotation=45, ha="right")
-    if data:
-        fig.text(0.01, 0.005, f"Data: {data}.", fontsize=7)
-        fig.tight_layout(rect=(0, 0.04, 1, 1))
-    else:
-        fig.tight_layout()
-    fig.savefig(os.path.join(out, "leakage_vs_noise.png"), dpi=120)
-    plt.close(fig)
+    save_figure(fig, os.path.join(out, "leakage_vs_noise.png"), data, dpi=120)
 
 
 if __name__ == "__main__":
