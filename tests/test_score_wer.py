@@ -373,10 +373,13 @@ def test_agrees_with_sclite_and_sc_stats(tmp_path, name):
     assert c["significant"] == (abs(c["z"]) > 1.959964)
 
 
-def test_lcs_bound_shortcut_agrees_with_brute_force():
-    """count_errors' shortcut (unit path proven sclite-optimal by the LCS bound) never changes
-    the counts: compared with sclite_align's path counts on pairs with many substitutions."""
-    from asrpriv.wer.alignment import _unit_path_is_sclite_optimal
+def test_forced_counts_agree_with_brute_force():
+    """count_errors' shortcuts (counts fixed by the unit distance and the lengths, or by the LCS
+    bound) never change the counts: compared with sclite_align's path counts and an independent
+    DP of sclite's cost, on pairs with many substitutions."""
+    from rapidfuzz.distance import Levenshtein
+
+    from asrpriv.wer.alignment import _forced_counts
 
     rng = random.Random(11)
     hit = 0
@@ -387,8 +390,33 @@ def test_lcs_bound_shortcut_agrees_with_brute_force():
             del hyp[rng.randrange(len(hyp))]
         s, d, i = count_errors(ref, hyp)
         assert 4 * s + 3 * (d + i) == _weighted(ref, hyp)
-        ps, pd, pi = counts_of(sclite_align(ref, hyp))
-        if s >= 2 and _unit_path_is_sclite_optimal(ref, hyp, s, d):
-            hit += 1
-            assert (s, d, i) == (ps, pd, pi)   # unique counts when the bound is reached
+        forced = _forced_counts(ref, hyp, len(ref), len(hyp), Levenshtein.distance(ref, hyp))
+        if forced is not None:
+            assert forced == (s, d, i) == counts_of(sclite_align(ref, hyp))
+            hit += forced[0] >= 2     # the bound's branch (two or more substitutions)
     assert hit > 50   # the shortcut is exercised
+
+
+def test_pairing_by_order_equals_pairing_by_id():
+    """score() pairs word lists by position when both files list the same ids in the same order;
+    the same hypotheses in another order (paired by id lookups) give the same report."""
+    from asrpriv.wer.report import score, same_ids_in_order
+    from asrpriv.wer.transcripts import Normalizer, Transcript
+
+    rng = random.Random(5)
+    ref = {f"u{k}": [rng.choice("abcdef") for _ in range(rng.randint(0, 9))] for k in range(200)}
+    hyp = {u: [w if rng.random() < 0.7 else rng.choice("abcdefg") for w in r] for u, r in ref.items()}
+    shuffled = list(hyp.items())
+    rng.shuffle(shuffled)
+    ref_t = Transcript(None, "kaldi", ref, {})
+    in_order = Transcript(None, "kaldi", hyp, {})
+    other_order = Transcript(None, "kaldi", dict(shuffled), {})
+    assert same_ids_in_order(ref_t, in_order) and not same_ids_in_order(ref_t, other_order)
+    a = score(ref_t, in_order, Normalizer()).totals
+    b = score(ref_t, other_order, Normalizer()).totals
+    assert a == b and a.errors > 0
+    brute = [0, 0, 0]
+    for u, r in ref.items():
+        for k, v in enumerate(counts_of(sclite_align(r, hyp[u]))):
+            brute[k] += v
+    assert (a.substitutions, a.deletions, a.insertions) == tuple(brute)

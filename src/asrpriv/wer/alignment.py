@@ -2,9 +2,12 @@
 
 Two ways to align, with the same result wherever it matters:
 
-* :func:`count_errors` (the fast path, used for plain WER): RapidFuzz's Levenshtein (C++)
-  gives a minimum-edit-distance alignment with unit weights; its substitutions, deletions and
-  insertions are counted from ``Levenshtein.editops``. sclite does not use unit weights: its
+* :func:`count_errors` (the fast path, used for plain WER): most utterances need no
+  alignment at all. RapidFuzz's bit-parallel unit edit distance (C++), the lengths and, where
+  needed, the longest common subsequence fix the counts of every sclite-optimal alignment
+  (:func:`_forced_counts`). The others get a minimum-edit-distance alignment with unit
+  weights, whose substitutions, deletions and insertions are counted from
+  ``Levenshtein.editops``. sclite does not use unit weights: its
   dynamic programme costs a substitution 4, an insertion or deletion 3, a match 0
   (``INS/DEL/SUB_COST_SCLITE`` in SCTK). Among alignments with the same number of errors it
   therefore prefers fewer substitutions (one deletion plus one insertion, cost 6, beats two
@@ -48,15 +51,55 @@ Step = tuple[str, int, int]
 def count_errors(ref: Sequence, hyp: Sequence) -> tuple[int, int, int]:
     """Return ``(substitutions, deletions, insertions)`` of the sclite-optimal alignment.
 
-    ``ref`` and ``hyp`` are sequences of hashable tokens (words or word ids). Unit-weight
-    RapidFuzz alignment first; re-aligned with sclite's weights where that changes the cost.
+    ``ref`` and ``hyp`` are sequences of hashable tokens (words or word ids). Most utterances
+    need only RapidFuzz's bit-parallel distances, no alignment (see :func:`_forced_counts`);
+    the rest are aligned with unit weights and re-aligned with sclite's where that changes
+    the cost.
     """
     if ref == hyp:
         return 0, 0, 0
-    if not hyp:
-        return 0, len(ref), 0
-    if not ref:
-        return 0, 0, len(hyp)
+    n, m = len(ref), len(hyp)
+    if not m or not n:
+        return 0, n, m
+    counts = _forced_counts(ref, hyp, n, m, Levenshtein.distance(ref, hyp))
+    return counts if counts is not None else _aligned_counts(ref, hyp)
+
+
+def _forced_counts(ref: Sequence, hyp: Sequence, n: int, m: int,
+                   errors: int) -> tuple[int, int, int] | None:
+    """The counts when ``errors`` (the unit edit distance) and the lengths fix them, else None.
+
+    Every unit-optimal alignment has ``S + D + I = errors`` and ``D - I = n - m``, so
+    ``S = errors - |n - m| - 2 min(D, I)``:
+
+    * when ``errors - |n - m| <= 1``, ``min(D, I) = 0`` and S is that difference (0 or 1), the
+      same for every unit-optimal alignment, and with fewer than two substitutions the unit
+      alignment is sclite-optimal (:func:`_aligned_counts` accepts it unchecked too);
+    * otherwise a bound decides. An alignment with M matches and S substitutions costs
+      ``3 (n + m) - 6 M - 2 S`` under sclite's weights (ins 3, del 3, sub 4), so the best one
+      maximizes ``3 M + S``. Every alignment has ``M <= L`` (the longest common subsequence)
+      and ``S <= min(n, m) - M``, hence ``3 M + S <= 2 L + min(n, m)``; an alignment that
+      reaches the bound is optimal, and reaching it forces ``M = L`` and ``S = min(n, m) - L``:
+      the counts are unique. An alignment has ``n + m - 2 M - S`` errors, so one reaches the
+      bound exactly when ``errors = max(n, m) - L``. L comes from RapidFuzz's bit-parallel
+      Indel distance (``n + m - 2 L``), much cheaper than an alignment.
+    """
+    gap = n - m
+    forced = errors - (gap if gap >= 0 else -gap)
+    if forced <= 1:
+        subs = forced
+    else:
+        lcs = (n + m - Indel.distance(ref, hyp)) >> 1
+        if errors + lcs != (n if n > m else m):
+            return None
+        subs = (m if n > m else n) - lcs
+    rest = errors - subs                                 # D + I
+    return subs, (rest + gap) >> 1, (rest - gap) >> 1
+
+
+def _aligned_counts(ref: Sequence, hyp: Sequence) -> tuple[int, int, int]:
+    """Counts of a unit-weight alignment (RapidFuzz editops), re-aligned with sclite's weights
+    where its sclite cost ``3 E + S`` is not optimal."""
     subs = dels = ins = 0
     for op in Levenshtein.editops(ref, hyp):
         tag = op.tag
@@ -66,9 +109,7 @@ def count_errors(ref: Sequence, hyp: Sequence) -> tuple[int, int, int]:
             dels += 1
         else:
             ins += 1
-    if subs >= 2:
-        if _unit_path_is_sclite_optimal(ref, hyp, subs, dels):
-            return subs, dels, ins
+    if subs >= 2:          # (the bound of _forced_counts is not reached: checked by the callers)
         if (len(ref) + 1) * (len(hyp) + 1) > LARGE_CELLS:
             # RapidFuzz's weighted distance is a full O(n m) programme here; the banded
             # sclite alignment costs about the same and is exact, so use it directly
@@ -79,40 +120,29 @@ def count_errors(ref: Sequence, hyp: Sequence) -> tuple[int, int, int]:
     return subs, dels, ins
 
 
-def _unit_path_is_sclite_optimal(ref: Sequence, hyp: Sequence, subs: int, dels: int) -> bool:
-    """True when a unit-weight alignment with these counts is provably optimal under sclite's
-    weights too, and every sclite-optimal alignment has the same counts.
-
-    An alignment with M matches and S substitutions of n reference and m hypothesis words
-    costs 3 (n + m) - 6 M - 2 S under sclite's weights (ins 3, del 3, sub 4), so the best one
-    maximizes 3 M + S. Every alignment has M <= L (the longest common subsequence) and
-    S <= min(n, m) - M, hence 3 M + S <= 2 L + min(n, m). An alignment that reaches this bound
-    is optimal, and reaching it forces M = L and S = min(n, m) - L: the counts are unique. L
-    comes from RapidFuzz's bit-parallel Indel distance (n + m - 2 L), much cheaper than the
-    weighted O(n m) programme it replaces in most utterances.
-    """
-    n, m = len(ref), len(hyp)
-    lcs = (n + m - Indel.distance(ref, hyp)) // 2
-    matches = n - subs - dels
-    return 3 * matches + subs == 2 * lcs + min(n, m)
-
-
 def count_totals(pairs: Iterable[tuple[Sequence, Sequence]]) -> tuple[int, int, int, int, int, int]:
     """Totals over ``(ref, hyp)`` pairs, :func:`count_errors` summed.
 
     Returns ``(sentences, sentence_errors, ref_words, substitutions, deletions, insertions)``.
     """
     sent = sent_err = n_ref = subs = dels = ins = 0
-    for ref, hyp in pairs:
+    distance = Levenshtein.distance
+    for ref, hyp in pairs:                         # count_errors, inlined (the hot loop)
         sent += 1
-        n_ref += len(ref)
+        n = len(ref)
+        n_ref += n
         if ref == hyp:
             continue
         sent_err += 1
-        s, d, i = count_errors(ref, hyp)
-        subs += s
-        dels += d
-        ins += i
+        m = len(hyp)
+        if not m or not n:
+            dels += n
+            ins += m
+            continue
+        counts = _forced_counts(ref, hyp, n, m, distance(ref, hyp)) or _aligned_counts(ref, hyp)
+        subs += counts[0]
+        dels += counts[1]
+        ins += counts[2]
     return sent, sent_err, n_ref, subs, dels, ins
 
 

@@ -104,8 +104,12 @@ def signature(normalizer: Normalizer) -> str:
 
 
 def check_ids(ref: Transcript, hyp: Transcript, allow_extra: bool,
-              warn: Callable[[str], None] | None = None) -> tuple[list[str], list[str]]:
-    """Return ``(missing, extra)`` ids; an extra id is an :class:`InputError` unless allowed."""
+              warn: Callable[[str], None] | None = None,
+              same_order: bool | None = None) -> tuple[list[str], list[str]]:
+    """Return ``(missing, extra)`` ids; an extra id is an :class:`InputError` unless allowed.
+    ``same_order``: :func:`same_ids_in_order` if the caller knows it already."""
+    if same_ids_in_order(ref, hyp) if same_order is None else same_order:
+        return [], []
     extra_set = hyp.words.keys() - ref.words.keys()
     extra = [u for u in hyp.words if u in extra_set] if extra_set else []
     if extra and not allow_extra:
@@ -126,6 +130,12 @@ def check_ids(ref: Transcript, hyp: Transcript, allow_extra: bool,
             warn(f"{_name(hyp.path)}: {len(extra)} hypothesis id(s) not in the reference, "
                  f"ignored: {_ids(extra)}")
     return missing, extra
+
+
+def same_ids_in_order(ref: Transcript, hyp: Transcript) -> bool:
+    """True when both files hold the same utterance ids in the same order (the usual case: one
+    recognizer's output beside its reference), so their word lists pair up without lookups."""
+    return len(ref.words) == len(hyp.words) and list(ref.words) == list(hyp.words)
 
 
 def _name(path: str | None) -> str:
@@ -158,7 +168,8 @@ def score(ref: Transcript, hyp: Transcript, normalizer: Normalizer, *,
     (utterance -> flags of optionally deletable reference words, sclite ``-D``) counts those
     utterances with :func:`asrpriv.wer.sclite_time.count_optional`; no paths then.
     """
-    missing, extra = check_ids(ref, hyp, allow_extra, warn)
+    same_order = same_ids_in_order(ref, hyp)
+    missing, extra = check_ids(ref, hyp, allow_extra, warn, same_order)
     if utt2spk is not None:
         lacking = [u for u in ref.words if u not in utt2spk]
         if lacking:
@@ -195,9 +206,10 @@ def score(ref: Transcript, hyp: Transcript, normalizer: Normalizer, *,
         per_utt = ((u, len(r), count_errors(r, hwords.get(u, empty)))
                    for u, r in ref.words.items())
     if speakers is None and all_paths is None and not optional and not networks:
+        hyp_words = (hwords.values() if same_order
+                     else map(hwords.get, ref.words, repeat(empty)))
         (totals.sentences, totals.sentence_errors, totals.ref_words, totals.substitutions,
-         totals.deletions, totals.insertions) = count_totals(
-            zip(ref.words.values(), map(hwords.get, ref.words, repeat(empty))))
+         totals.deletions, totals.insertions) = count_totals(zip(ref.words.values(), hyp_words))
     elif speakers is None:
         for _u, n, (s, d, i) in per_utt:
             totals.add(n, s, d, i)
