@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from _table_helpers import dp_rows_with_few_draws, is_dp_row, rows_without_interval, table_rows
+from _table_helpers import dp_rows_with_few_draws, is_dp_row, rows_without_interval, section_rows, table_rows
 from asrpriv.reports.common import DATA_NAME
 from conftest import AMI, ROOT
 
@@ -40,17 +40,41 @@ def test_ngram_fma_experiment_tiny_slice(tmp_path):
     assert proc.returncode == 0, proc.stderr[-3000:]
     results = (out / "results.md").read_text()
     assert results in proc.stdout
-    rows = [ln for ln in results.splitlines() if ln.startswith("| ") and "---" not in ln][1:]
-    assert len(rows) == 6  # first pass, background, in-domain, mixture, 2 FMA systems
-    assert any("references | reversed | 0.5" in r for r in rows)
-    assert any("DP (eps 1) | reversed | 0.5" in r for r in rows)
-    # every system scored on the same evaluation utterances (6 per evaluation client)
+    # every row of both tables with its 95% interval; the DP row with its 3 draws
+    assert not rows_without_interval(results), rows_without_interval(results)
+    assert not dp_rows_with_few_draws(results, 3), dp_rows_with_few_draws(results, 3)
+    rows = section_rows(results, "## Every system")
+    # first pass, background, in-domain, mixture; FMA on b; on a (built for c's comparison); on c
+    assert len(rows) == 7, rows
+    assert [r[1] for r in rows[4:]] == ["references", "1-best", "1-best + DP (eps 1)"]
+    assert all(r[2:4] == ["reversed", "0.5"] and "**chosen**" in r[6] for r in rows[4:])   # one beta: chosen
+    assert rows[0][8].startswith("vs unadapted background 3-gram: ")
+    dp = rows[6]
+    assert "(mean of 3 draws: " in dp[7] and is_dp_row("| " + " | ".join(dp) + " |")
+    assert dp[8].startswith("vs FMA on (a) 1-best without noise, same variant and beta (")
+    assert re.search(r"; \d of 3 draws significant \(p ", dp[8])
+    chosen = section_rows(results, "## Chosen on the tuning clients")
+    assert [r[0] for r in chosen] == ["none (unadapted background 3-gram)", "references", "1-best",
+                                      "1-best + DP (eps 1)"]
+    # the command (with the knobs set) and the run time from OUT/runtime.tsv
+    assert "NOISE_SEED=3" in results and "bin/ngram-fma-experiment --reduced " in results
+    assert "(one invocation, measured by the recipe; OUT/runtime.tsv)" in results
+    assert "seeded (NOISE_SEED=3; draw k uses NOISE_SEED + k - 1): repeatable and NOT private" in results
+    # every system scored on the same evaluation utterances (6 per evaluation client), with intervals
     reports = {p.parent.name: json.loads(p.read_text()) for p in (out / "runs").glob("*/wer.json")}
-    assert len(reports) == 6 and len({r["ref_words"] for r in reports.values()}) == 1
+    assert len(reports) == 9 and len({r["ref_words"] for r in reports.values()}) == 1
     assert reports["background"]["sentences"] == 36  # 6 evaluation clients x 6
+    assert all(r["bootstrap"]["resamples"] == 1000 for r in reports.values())
     assert reports["fma-b-reversed-0.5"]["compare"]["test"] == "mapsswe"
+    assert reports["fma-b-reversed-0.5"]["compare"]["system_b"].endswith("background/hyp.txt")
+    # each DP draw against FMA on (a) without noise; the draws are independent (different noise)
+    for d in (1, 2, 3):
+        assert reports[f"fma-c-reversed-0.5-d{d}"]["compare"]["system_b"].endswith("fma-a-reversed-0.5/hyp.txt")
+        assert json.loads((out / "runs" / f"fma-c-reversed-0.5-d{d}" / "tune-wer.json").read_text())["sentences"] == 12
+    counts = [(out / "counts" / f"c-d{d}.counts").read_text() for d in (1, 2, 3)]
+    assert len(set(counts)) == 3
     # the DP-adapted ARPA carries the privacy history of the noisy counts (seeded: marked)
-    header = [ln for ln in (out / "lm" / "fma-c-reversed-0.5.arpa").read_text().splitlines()[:20]
+    header = [ln for ln in (out / "lm" / "fma-c-reversed-0.5-d1.arpa").read_text().splitlines()[:20]
               if ln.startswith("#")]
     assert any(ln.startswith("#privacy_history=") for ln in header) and "#seeded=1" in header
     ppl = json.loads((out / "runs" / "mixture" / "ppl.json").read_text())
@@ -58,10 +82,6 @@ def test_ngram_fma_experiment_tiny_slice(tmp_path):
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(reason="issue 29: the recipe's table has MAPSSWE but no intervals and one noise draw "
-                   "per DP row, and does not name its data (its report, heredoc Python in "
-                   "bin/ngram-fma-experiment, is another helper's); remove this mark when it does",
-                   strict=False)
 def test_reduced_form_states_its_uncertainty(tmp_path):
     """Issue 29's check on `bin/ngram-fma-experiment --reduced` with its own defaults (secure noise):
     every table row has a 95% interval, every DP row >= 3 noise draws, the data is named."""

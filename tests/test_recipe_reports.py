@@ -9,6 +9,7 @@ import math
 import subprocess
 import sys
 
+from _table_helpers import section_rows
 from asrpriv.reports import confidence, ngram_fma, sanitized_lm
 
 
@@ -91,28 +92,87 @@ def test_confidence_scale_choice_and_table(tmp_path):
     assert text.endswith("|\n") and "\n## At S = 0.2\n\n" in text
 
 
+def _wer(wer, lo, hi, diff=None, p=None, ci=None):
+    """A score-wer --format json report: WER, its bootstrap interval, with --compare a paired
+    difference DIFF with interval CI and MAPSSWE p-value P (significant below 0.05)."""
+    report = {"wer": wer, "sentences": 3, "ref_words": 20,
+              "bootstrap": {"resamples": 1000, "seed": 1, "wer_low": lo, "wer_high": hi}}
+    if diff is not None:
+        report["bootstrap"].update(diff=diff, diff_low=ci[0], diff_high=ci[1])
+        report["compare"] = {"p_value": p, "significant": p < 0.05}
+    return report
+
+
 def test_ngram_fma_results_table(tmp_path):
+    """A hand-worked run: sources a and c (2 draws), betas 0.25 0.5 1, one variant."""
     runs = tmp_path / "runs"
-    for name, wer, compare in (("firstpass", 31.0, (30.0, 0.04, True)), ("background", 30.0, None),
-                               ("mixture", 30.0, (30.0, 1.0, False)), ("fma-c-reversed-0.5", 29.5, (30.0, 0.2, False))):
+    reports = {
+        "firstpass": (_wer(31.0, 29.0, 33.0, 1.0, 0.04, (0.1, 1.9)), None, None),
+        "background": (_wer(30.0, 28.0, 32.0), 25.0, 196.1),
+        "indomain": (_wer(29.0, 27.0, 31.0, -1.0, 0.001, (-1.6, -0.4)), 24.0, 102.6),
+        "mixture": (_wer(28.9, 27.0, 31.0, -1.1, 0.001, (-1.7, -0.5)), 24.0, 99.9),
+        # a: tuning WER 20, 18, 19 -> beta 0.5 chosen (not on the edge of 0.25 0.5 1)
+        "fma-a-reversed-0.25": (_wer(29.8, 28.0, 31.5, -0.2, 0.5, (-0.7, +0.3)), 20.0, 190.0),
+        "fma-a-reversed-0.5": (_wer(29.5, 27.5, 31.5, -0.5, 0.03, (-0.9, -0.1)), 18.0, 200.0),
+        "fma-a-reversed-1": (_wer(29.9, 28.0, 32.0, -0.1, 0.8, (-0.6, +0.4)), 19.0, 230.0),
+        # c: tuning WER means 23, 22, 22.5 -> beta 0.5 chosen
+        "fma-c-reversed-0.25-d1": (_wer(31.0, 29.0, 33.0, 1.2, 0.02, (0.2, 2.2)), 24.0, 700.0),
+        "fma-c-reversed-0.25-d2": (_wer(31.2, 29.0, 33.5, 1.4, 0.01, (0.3, 2.4)), 22.0, 720.0),
+        "fma-c-reversed-0.5-d1": (_wer(30.0, 28.0, 32.0, 0.5, 0.2, (-0.5, 1.5)), 21.0, 440.0),
+        "fma-c-reversed-0.5-d2": (_wer(31.0, 29.5, 33.0, 1.5, 0.01, (0.4, 2.6)), 23.0, 460.0),
+        "fma-c-reversed-1-d1": (_wer(30.1, 28.0, 32.0, 0.2, 0.6, (-0.4, 0.8)), 20.0, 310.0),
+        "fma-c-reversed-1-d2": (_wer(30.3, 28.0, 32.5, 0.4, 0.4, (-0.3, 1.1)), 25.0, 320.0),
+    }
+    for name, (report, tune, ppl) in reports.items():
         (runs / name).mkdir(parents=True)
-        report = {"wer": wer, "sentences": 3, "ref_words": 20}
-        if compare:
-            report["compare"] = dict(zip(("wer_b", "p_value", "significant"), compare))
         (runs / name / "wer.json").write_text(json.dumps(report))
-        (runs / name / "ppl.json").write_text(json.dumps({"ppl": 123.45, "oov_rate": 0.0123}))
+        if tune is not None:
+            (runs / name / "tune-wer.json").write_text(json.dumps({"wer": tune, "sentences": 2, "ref_words": 10}))
+        if ppl is not None:
+            (runs / name / "ppl.json").write_text(json.dumps({"ppl": ppl, "oov_rate": 0.009}))
     (runs / "weights.txt").write_text("#lm_weight=6\n#word_penalty=-1\n")
     (tmp_path / "lm").mkdir()
     (tmp_path / "lm" / "mixture.json").write_text(json.dumps({"weights": [0.25, 0.75]}))
-    assert ngram_fma.main([str(tmp_path), "130", "1", "0.1", "2", "15", "t1 t2", "e1",
-                           "background", "mixture", "fma-c-reversed-0.5"]) == 0
-    lines = (tmp_path / "results.md").read_text().splitlines()
-    assert lines[0] == "# n-gram FMA on AMI (reduced run, 2 min)"
-    assert lines[2].startswith("Evaluation clients: e1 (3 utterances, 20 words); tuning clients "
-                               "(mixture weights, LM weight 6, word penalty -1): t1 t2.")
-    assert "| first pass (1-best of the N-best) | – | – | – | – | – | 31.00 | +1.00 (worse), p = 0.04 * |" in lines
-    assert "| background 3-gram | – | – | – | 123.5 | 1.23 | 30.00 | (reference) |" in lines
-    assert ("| static mixture background + in-domain (weights 0.250, 0.750) | – | – | – | 123.5 | 1.23 | "
-            "30.00 | +0.00 (same), p = 1 |") in lines
-    assert ("| FMA of the background | 1-best + DP (eps 2) | reversed | 0.5 | 123.5 | 1.23 | 29.50 | "
-            "-0.50 (better), p = 0.2 |") in lines
+    (tmp_path / "runtime.tsv").write_text("130\t1700000000\tbin/ngram-fma-experiment --reduced D O\n")
+    assert ngram_fma.main([str(tmp_path), "--reduced", "1", "--betas", "0.25 0.5 1", "--variants", "reversed",
+                           "--sources", "c", "--draws", "2", "--prior", "0.1", "--epsilon", "2", "--max-l1", "15",
+                           "--tune-clients", "t1 t2", "--eval-clients", "e1", "--seconds", "130"]) == 0
+    text = (tmp_path / "results.md").read_text()
+    assert text.startswith("# n-gram FMA (paper 003 §2.3) on the dev N-best lists (reduced run)\n")
+    assert ("Made by `bin/ngram-fma-experiment --reduced D O`. Run time 130 s = 2 min 10 s (one invocation, "
+            "measured by the recipe; OUT/runtime.tsv).") in text
+    assert "Evaluation clients: e1 (3 utterances, 20 reference words; one word error is 5.000 WER points)" in text
+    assert "LM weight 6, word penalty -1" in text and "noise from the OS's secure source (private)" in text
+    rows = section_rows(text, "## Every system")
+    assert rows[0] == ["first pass (1-best of the N-best)", "–", "–", "–", "–", "–", "–", "31.00 [29.00, 33.00]",
+                       "vs unadapted background 3-gram: +1.00 [+0.10, +1.90], p = 0.04 *"]
+    assert rows[1] == ["unadapted background 3-gram", "–", "–", "–", "196.1", "0.90", "25.00", "30.00 [28.00, 32.00]",
+                       "(the baseline of the rows without noise)"]
+    assert rows[3][0] == "static mixture background + in-domain (EM weights 0.250, 0.750)"
+    # SOURCES "c" builds a (c's counterpart without noise) before it
+    assert [r[1:4] for r in rows[4:]] == [["1-best", "reversed", b] for b in ("0.25", "0.5", "1")] + \
+        [["1-best + DP (eps 2)", "reversed", b] for b in ("0.25", "0.5", "1")]
+    assert [r[6] for r in rows[4:]] == ["20.00", "18.00 **chosen**", "19.00", "23.00 (mean)",
+                                       "22.00 (mean) **chosen**", "22.50 (mean)"]
+    assert rows[5][7:] == ["29.50 [27.50, 31.50]", "vs unadapted background 3-gram: -0.50 [-0.90, -0.10], p = 0.03 *"]
+    # the DP row: the mean of its draws, the union of their intervals, each draw against (a) without noise
+    assert rows[8][4] == "450.0 (mean)"
+    assert rows[8][7] == "30.50 [28.00, 33.00] (mean of 2 draws: 30.00, 31.00)"
+    assert rows[8][8] == ("vs FMA on (a) 1-best without noise, same variant and beta (29.50): +1.00 [-0.50, +2.60] "
+                          "(mean of the draws' differences, union of their intervals); 1 of 2 draws significant "
+                          "(p 0.01–0.2)")
+    chosen = section_rows(text, "## Chosen on the tuning clients")
+    assert chosen[0] == ["none (unadapted background 3-gram)", "–", "30.00 [28.00, 32.00]", "(the baseline)"]
+    assert chosen[1][:3] == ["1-best", "reversed, beta 0.5 (18.00)", "29.50 [27.50, 31.50]"]
+    assert chosen[2][:3] == ["1-best + DP (eps 2)", "reversed, beta 0.5 (22.00, mean of the draws)",
+                             "30.50 [28.00, 33.00] (mean of 2 draws: 30.00, 31.00)"]
+    assert chosen[2][3] == rows[8][8]
+
+
+def test_ngram_fma_choice_ties_and_edges():
+    """Lowest mean tuning WER; ties to the first in grid order; the edge is the first or last of two or more."""
+    assert ngram_fma.choose([("s/0.5", [20.0]), ("s/1", [19.0]), ("r/0.5", [19.0])]) == ("s/1", 19.0, False)
+    assert ngram_fma.choose([("x", [21.0, 23.0]), ("y", [20.0, 25.0])]) == ("x", 22.0, True)
+    assert ngram_fma.choose([("only", [5.0])]) == ("only", 5.0, False)
+    assert ngram_fma.build_sources(["b", "c"]) == ["b", "a", "c"] and ngram_fma.build_sources(["a", "b"]) == ["a", "b"]
+    assert ngram_fma.fma_name("c", "standard", "0.5", 2) == "fma-c-standard-0.5-d2"

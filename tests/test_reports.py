@@ -100,6 +100,31 @@ def test_run_time_lists_every_part_and_their_sum(tmp_path):
         "Run time 665 s = 11 min 5 s (`bin/privacy-frontier --reduced D O`, measured by the recipe)")
 
 
+def test_wer_cells_and_mean_of_draws_by_hand():
+    """common's WER cells and the summary of a DP setting's draws (worked by hand)."""
+    one = {"wer": 24.5, "bootstrap": {"wer_low": 22.18, "wer_high": 26.79, "diff": -0.214, "diff_low": -0.6,
+                                      "diff_high": 0.149}, "compare": {"p_value": 0.0838, "significant": False}}
+    assert common.fmt_wer(one) == "24.50 [22.18, 26.79]" and common.fmt_wer({"wer": 3.0}) == "3.00"
+    assert common.fmt_diff(one) == "-0.21 [-0.60, +0.15]" and common.fmt_diff({"wer": 1.0}) is None
+    assert common.fmt_mapsswe(one) == "p = 0.0838"
+    assert common.fmt_mapsswe({"compare": {"p_value": 2.56e-05, "significant": True}}) == "p = 2.56e-05 *"
+    draws = [{"wer": 23.0, "bootstrap": {"wer_low": 21.0, "wer_high": 25.0, "diff": 0.5, "diff_low": -0.5,
+                                         "diff_high": 1.5}, "compare": {"p_value": 0.2, "significant": False}},
+             {"wer": 24.0, "bootstrap": {"wer_low": 22.5, "wer_high": 25.5, "diff": 1.5, "diff_low": 0.4,
+                                         "diff_high": 2.6}, "compare": {"p_value": 0.01, "significant": True}},
+             {"wer": 25.0, "bootstrap": {"wer_low": 23.0, "wer_high": 27.0, "diff": 1.0, "diff_low": 0.0,
+                                         "diff_high": 2.0}, "compare": {"p_value": 0.05, "significant": False}}]
+    s = common.mean_of_draws(draws)
+    assert (s["n"], s["wers"], s["wer"], s["low"], s["high"]) == (3, [23.0, 24.0, 25.0], 24.0, 21.0, 27.0)
+    assert (s["diff"], s["diff_low"], s["diff_high"]) == (1.0, -0.5, 2.6)
+    assert (s["compared"], s["significant"], s["p_min"], s["p_max"]) == (3, 1, 0.01, 0.2)
+    # without intervals or tests: the mean alone
+    bare = common.mean_of_draws([{"wer": 1.0}, {"wer": 2.0}])
+    assert bare["wer"] == 1.5 and bare["low"] is None and bare["diff"] is None and bare["compared"] == 0
+    with pytest.raises(ValueError):
+        common.mean_of_draws([])
+
+
 def test_epsilon_rounded_once():
     # 14.2526 was 14.3 in the table and 14.2 in the history (14.25 rounded again): now both 14.25
     assert common.fmt_eps(14.2526) == "14.25"

@@ -194,3 +194,70 @@ def runtime_paragraph(out: str, seconds: int | float, artefacts: str, command: s
                  "the recipe kept OUT/runtime.tsv, are not counted, so this total is a LOWER BOUND (see their "
                  "logs; a part can be added to runtime.tsv as 'seconds<TAB>start<TAB>command')")
     return text + "."
+
+
+# ------------------------------------------------------------------ WER cells (score-wer --format json)
+# A WER is written with its 95% bootstrap interval, "24.52 [22.18, 26.79]"; a difference
+# WER(A) - WER(B) with its paired bootstrap interval, "+0.21 [-0.10, +0.50]"; a DP setting by the
+# mean over its noise draws (:func:`mean_of_draws`).
+
+def wer_interval(report: dict) -> tuple[float, float] | None:
+    """The bootstrap interval of a score-wer report's WER (score-wer --bootstrap), or None."""
+    boot = report.get("bootstrap") or {}
+    if boot.get("wer_low") is None:
+        return None
+    return boot["wer_low"], boot["wer_high"]
+
+
+def fmt_wer(report: dict) -> str:
+    """'24.52 [22.18, 26.79]': the WER and its bootstrap interval (the WER alone without one)."""
+    ci = wer_interval(report)
+    return f"{report['wer']:.2f}" + (f" [{ci[0]:.2f}, {ci[1]:.2f}]" if ci else "")
+
+
+def fmt_diff(report: dict) -> str | None:
+    """'+0.21 [-0.10, +0.50]': WER(A) - WER(B) in points and its paired bootstrap interval
+    (score-wer --compare B --bootstrap N), or None without them."""
+    boot = report.get("bootstrap") or {}
+    if boot.get("diff") is None:
+        return None
+    return f"{boot['diff']:+.2f} [{boot['diff_low']:+.2f}, {boot['diff_high']:+.2f}]"
+
+
+def fmt_mapsswe(report: dict) -> str | None:
+    """'p = 0.0838' or 'p = 2.6e-05 *' (* = significant at the report's alpha), or None without
+    --compare."""
+    comp = report.get("compare")
+    if not comp:
+        return None
+    return f"p = {comp['p_value']:.3g}" + (" *" if comp.get("significant") else "")
+
+
+def mean_of_draws(reports: list[dict]) -> dict:
+    """What a DP setting's row reports of its noise draws (one score-wer report each).
+
+    Returns a dict: ``n`` draws; ``wers`` (each draw's WER, in order); ``wer`` their mean;
+    ``low``/``high`` the union of the draws' bootstrap intervals (the lowest lower and the highest
+    upper bound: it covers the noise as well as the sampling of utterances; None without
+    intervals); with --compare in every draw: ``diff`` the mean paired difference and
+    ``diff_low``/``diff_high`` the union of its intervals (None when a draw lacks them);
+    ``compared`` (draws with a MAPSSWE test), ``significant`` (of those, significant) and
+    ``p_min``/``p_max`` (None without tests).
+    """
+    if not reports:
+        raise ValueError("mean_of_draws: no draw")
+    wers = [r["wer"] for r in reports]
+    cis = [wer_interval(r) for r in reports]
+    s: dict = {"n": len(reports), "wers": wers, "wer": sum(wers) / len(wers), "low": None, "high": None,
+               "diff": None, "diff_low": None, "diff_high": None}
+    if all(ci is not None for ci in cis):
+        s["low"], s["high"] = min(ci[0] for ci in cis), max(ci[1] for ci in cis)
+    boots = [r.get("bootstrap") or {} for r in reports]
+    if all(b.get("diff") is not None for b in boots):
+        s["diff"] = sum(b["diff"] for b in boots) / len(boots)
+        s["diff_low"], s["diff_high"] = min(b["diff_low"] for b in boots), max(b["diff_high"] for b in boots)
+    comps = [r["compare"] for r in reports if r.get("compare")]
+    s["compared"], s["significant"] = len(comps), sum(1 for c in comps if c.get("significant"))
+    s["p_min"] = min(c["p_value"] for c in comps) if comps else None
+    s["p_max"] = max(c["p_value"] for c in comps) if comps else None
+    return s

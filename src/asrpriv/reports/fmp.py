@@ -21,7 +21,7 @@ import json
 import os
 import sys
 
-from asrpriv.reports.common import data_name, data_paragraph, run_time
+from asrpriv.reports.common import data_name, data_paragraph, mean_of_draws, run_time, wer_interval
 
 # paper 000, Table 2 (AMI Meeting): baseline (T=0) and FMP after T rounds, WER %
 PAPER_T = {0: 32.83, 1: 31.44, 2: 31.34, 5: 31.27, 10: 31.24}
@@ -72,8 +72,8 @@ def rel(ours: float, base: float) -> str:
 
 
 def ci(report: dict) -> str:
-    boot = report.get("bootstrap")
-    return f" [{boot['wer_low']:.2f}, {boot['wer_high']:.2f}]" if boot else ""
+    interval = wer_interval(report)
+    return f" [{interval[0]:.2f}, {interval[1]:.2f}]" if interval else ""
 
 
 def paper(value: float | None, base: float | None = None, base_name: str = "paper's baseline") -> str:
@@ -110,21 +110,17 @@ def dp_row(label: str, draws: list[dict], base: float | None, base_name: str, pa
     """A DP row: the mean WER over noise draws, the draws' spread, significance per draw."""
     if not draws:
         return f"| {label} | – | – | – | {paper_cell} |"
-    wers = [d["wer"] for d in draws]
-    mean = sum(wers) / len(wers)
-    lows, highs = zip(*(_interval(d) for d in draws))
-    spread = f" [{min(lows):.2f}, {max(highs):.2f}]" + (f" (draws {min(wers):.2f}–{max(wers):.2f})" if len(wers) > 1 else "")
+    s = mean_of_draws(draws)
+    wers, mean = s["wers"], s["wer"]
+    low, high = (s["low"], s["high"]) if s["low"] is not None else (min(wers), max(wers))
+    spread = f" [{low:.2f}, {high:.2f}]" + (f" (draws {min(wers):.2f}–{max(wers):.2f})" if len(wers) > 1 else "")
     cell = f"{rel(mean, base)} vs {base_name} (mean of {len(wers)} draws)" if base else ""
-    diffs = [d["bootstrap"] for d in draws if (d.get("bootstrap") or {}).get("diff") is not None]
-    if cell and len(diffs) == len(draws):
+    if cell and s["diff"] is not None:
         # the draws' paired differences: their mean, and the union of their 95% intervals
-        cell += (f"; diff {sum(b['diff'] for b in diffs) / len(diffs):+.2f} pts "
-                 f"[{min(b['diff_low'] for b in diffs):+.2f}, {max(b['diff_high'] for b in diffs):+.2f}] "
+        cell += (f"; diff {s['diff']:+.2f} pts [{s['diff_low']:+.2f}, {s['diff_high']:+.2f}] "
                  "(union of the draws' intervals)")
-    comps = [d["compare"] for d in draws if d.get("compare")]
-    significant = sum(1 for c in comps if c["significant"])
-    sig_cell = (f"{significant} of {len(comps)} draws significant vs {base_name} (p "
-                f"{min(c['p_value'] for c in comps):.3f}–{max(c['p_value'] for c in comps):.3f})") if comps else ""
+    sig_cell = (f"{s['significant']} of {s['compared']} draws significant vs {base_name} (p "
+                f"{s['p_min']:.3f}–{s['p_max']:.3f})") if s["compared"] else ""
     return f"| {label} | {mean:.2f}{spread} | {cell} | {sig_cell} | {paper_cell} |"
 
 
