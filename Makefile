@@ -32,7 +32,7 @@ test-all: $(STAMP)
 demo: $(STAMP)
 	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" bash bin/fmp-experiment --reduced examples/data/ami out/demo
 
-# make bench: every benchmark with its defaults (about 25-30 min on the 2-core machine), each
+# make bench: every benchmark with its defaults (16 min 24 s for the record of 2026-11-25 on the 2-core machine), each
 # recording into benchmarks/results.json; then the README's table is generated from that file.
 BENCH_RESULTS := benchmarks/results.json
 bench: $(STAMP)

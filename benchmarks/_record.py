@@ -102,14 +102,20 @@ def _now() -> str:
 
 
 def start(path: Path) -> None:
-    """A fresh record: machine, commit, load before."""
+    """A fresh record: machine, commit, load before.
+
+    The GPU rows (names ending in ``_gpu``, from ``bench_gpu.py``, each naming the machine and
+    date it was measured on) are carried over from the old record: a machine without a GPU
+    cannot re-measure them, and ``bench_gpu.py`` replaces them where it can."""
     try:
         cores = len(os.sched_getaffinity(0))
     except AttributeError:
         cores = os.cpu_count()
+    carried = {name: entry for name, entry in _load(path).get("benchmarks", {}).items()
+               if name.endswith("_gpu") and entry.get("machine")}
     _save(path, {"commit": commit(), "cpu": cpu_model(), "cores": cores,
                  "load_before": [round(x, 2) for x in os.getloadavg()], "load_after": None,
-                 "started": _now(), "finished": None, "gpu": None, "benchmarks": {}})
+                 "started": _now(), "finished": None, "gpu": None, "benchmarks": carried})
 
 
 def finish(path: Path) -> None:

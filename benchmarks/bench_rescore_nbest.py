@@ -42,11 +42,12 @@ def model_flops(config: dict, context: float) -> tuple[float, float]:
     return 2.0 * layers * per_layer, 2.0 * d * v
 
 
-def matmul_gflops(threads: int, device: str, m: int, k: int, n: int, repeats: int = 10) -> float:
+def matmul_gflops(threads: int, device: str, m: int, k: int, n: int, repeats: int = 10,
+                  dtype: str = "float32") -> float:
     import torch
 
-    a = torch.randn(m, k, device=device)
-    b = torch.randn(k, n, device=device)
+    a = torch.randn(m, k, device=device).to(getattr(torch, dtype))
+    b = torch.randn(k, n, device=device).to(getattr(torch, dtype))
     for _ in range(2):
         a @ b
     sync = torch.cuda.synchronize if device == "cuda" else (lambda: None)
@@ -70,8 +71,9 @@ def main() -> None:
     ap.add_argument("--batch-tokens", type=int, default=4096)
     ap.add_argument("--vocab-size", type=int, default=0, help="0 = every word of the AMI training text")
     ap.add_argument("--arch", default="transformer", choices=["transformer", "lstm"])
-    ap.add_argument("--precision", default="fp32", choices=["fp32", "bf16"],
-                    help="rescore-nbest --precision; bf16 also times fp32 in the same run")
+    ap.add_argument("--precision", default="both", choices=["fp32", "bf16", "both"],
+                    help="rescore-nbest --precision timed: both (default) times bf16 beside fp32 "
+                         "where the device has bfloat16 (AVX512-BF16/AMX, or CUDA), else fp32 only")
     args = ap.parse_args()
 
     import torch
@@ -117,8 +119,15 @@ def main() -> None:
     tokens = sum(len(h) + 1 for h in hyps)
     context = sum((len(h) + 1) * (len(h) + 2) / 2 for h in hyps) / tokens  # mean causal context
 
-    scorer = NnlmScorer(model_path, device=args.device, batch_tokens=args.batch_tokens,
-                        precision=args.precision)
+    from asrpriv.nnlm.runtime import bf16_supported
+
+    precisions = ["fp32", "bf16"] if args.precision == "both" else [args.precision]
+    if "bf16" in precisions and not bf16_supported(args.device):
+        print(f"bf16: {args.device} has no bfloat16 support here; timing fp32 only")
+        precisions = [p for p in precisions if p != "bf16"] or ["fp32"]
+    scorers = {p: NnlmScorer(model_path, device=args.device, batch_tokens=args.batch_tokens,
+                             precision=p) for p in precisions}
+    scorer = scorers[precisions[0]]
     print(f"model: {config['arch']} {config}  |V|={len(vocab)}  threads={args.threads} device={args.device}")
     print(f"data: {len(utts)} AMI dev utterances, {n_hyps} hypotheses, {tokens} scored tokens "
           f"(mean {tokens / n_hyps:.1f} per hypothesis)")
@@ -128,11 +137,11 @@ def main() -> None:
     bos, eos = vocab.bos_id, vocab.eos_id
     naive_model = model.to(args.device).eval()
 
-    def run_fast() -> tuple[float, str]:
+    def run_fast(precision: str) -> tuple[float, str]:
         """The whole rescore-nbest step: read TSV, score, combine, re-rank, write TSV."""
         out = io.StringIO()
         t = time.perf_counter()
-        Rescorer(Weights(), nnlm=scorer).run([slice_path], out)
+        Rescorer(Weights(), nnlm=scorers[precision]).run([slice_path], out)
         sync()
         return time.perf_counter() - t, out.getvalue()
 
@@ -149,82 +158,93 @@ def main() -> None:
                 scores.append(float(logp.gather(1, y[:, None]).sum()))
         return time.perf_counter() - t, scores
 
-    scorer.score([scorer.encode(h) for h in hyps[:200]])  # warm-up
-    fast_s = naive_s = float("inf")
-    pair_ratios = []  # each rescore-nbest run against the naive run next to it
+    for sc in scorers.values():
+        sc.score([sc.encode(h) for h in hyps[:200]])  # warm-up
+    fast_s = {p: float("inf") for p in precisions}
+    outputs: dict[str, str] = {}
+    naive_s = float("inf")
+    pair_ratios = {p: [] for p in precisions}  # each rescore-nbest run against the naive run next to it
     for _ in range(max(1, args.repeats)):
-        seconds, output = run_fast()
-        fast_s = min(fast_s, seconds)
-        pair = n_hyps / seconds
+        rates = {}
+        for p in precisions:
+            seconds, outputs[p] = run_fast(p)
+            fast_s[p] = min(fast_s[p], seconds)
+            rates[p] = n_hyps / seconds
         seconds, naive_scores = run_naive()
         naive_s = min(naive_s, seconds)
-        pair_ratios.append(pair / (len(picked) / seconds))
-    fast_rate = n_hyps / fast_s
+        for p in precisions:
+            pair_ratios[p].append(rates[p] / (len(picked) / seconds))
     naive_rate = len(picked) / naive_s
 
-    # the same numbers (rescore-nbest's nnlm_score column, by utterance and first-pass rank)
-    rows = output.splitlines()
-    header = rows[0].split("\t")
-    i_nn, i_fpr = header.index("nnlm_score"), header.index("first_pass_rank")
-    fast_scores = {}
-    for row in rows[1:]:
-        cols = row.split("\t")
-        fast_scores[(cols[0], int(cols[i_fpr]))] = float(cols[i_nn])
+    def nnlm_column(output: str) -> dict:
+        """rescore-nbest's nnlm_score column, by utterance and first-pass rank."""
+        rows = output.splitlines()
+        header = rows[0].split("\t")
+        i_nn, i_fpr = header.index("nnlm_score"), header.index("first_pass_rank")
+        scores = {}
+        for row in rows[1:]:
+            cols = row.split("\t")
+            scores[(cols[0], int(cols[i_fpr]))] = float(cols[i_nn])
+        return scores
+
     keys = [(u.utt_id, h.rank) for u in utts for h in u.hyps]
-    worst = max(abs(fast_scores[keys[i]] - s) for i, s in zip(picked, naive_scores))
-    if args.precision == "bf16":  # against fp32 rescoring in this run: speed and score change
-        exact = NnlmScorer(model_path, device=args.device, batch_tokens=args.batch_tokens)
-        seqs = [scorer.encode(h) for h in hyps]
-        units = [u for u, utt in enumerate(utts) for _ in utt.hyps]
-        t32, t16 = float("inf"), float("inf")
-        for _ in range(max(1, args.repeats)):
-            t = time.perf_counter()
-            s32 = exact.score(seqs, units=units)
-            sync()
-            t32 = min(t32, time.perf_counter() - t)
-            t = time.perf_counter()
-            s16 = scorer.score(seqs, units=units)
-            sync()
-            t16 = min(t16, time.perf_counter() - t)
-        diff = [abs(a - b) / max(1, len(h) + 1) for a, b, h in zip(s16, s32, hyps)]
-        print(f"ratio bf16 / fp32 scoring time: {t16 / t32:.2f}x ({t16:.2f} s vs {t32:.2f} s, best of "
-              f"{max(1, args.repeats)}); |bf16 - fp32| per token: mean {statistics.mean(diff):.2g}, "
-              f"max {max(diff):.2g} nats")
-        worst = 0.0  # the naive loop is fp32: compared above instead
-    if worst > 1e-3:
-        raise SystemExit(f"rescore-nbest and the naive loop disagree by {worst:.2g}")
+    columns = {p: nnlm_column(outputs[p]) for p in precisions}
+    if "fp32" in columns:   # the naive loop is fp32: the same numbers
+        worst = max(abs(columns["fp32"][keys[i]] - s) for i, s in zip(picked, naive_scores))
+        if worst > 1e-3:
+            raise SystemExit(f"rescore-nbest and the naive loop disagree by {worst:.2g}")
+        print(f"fp32 scores agree with the naive loop to {worst:.1g} nats")
+    if len(columns) == 2:
+        lengths = [len(h) + 1 for h in hyps]
+        diff = [abs(columns["bf16"][k] - columns["fp32"][k]) / n for k, n in zip(keys, lengths)]
+        changed = sum(1 for u in utts
+                      if min(u.hyps, key=lambda h: -columns["fp32"][(u.utt_id, h.rank)]).rank
+                      != min(u.hyps, key=lambda h: -columns["bf16"][(u.utt_id, h.rank)]).rank)
+        print(f"|bf16 - fp32| nnlm_score per token: mean {statistics.mean(diff):.2g}, max "
+              f"{max(diff):.2g} nats; best-NNLM-score hypothesis changed in {changed} of {len(utts)} "
+              f"utterances (random weights: the dev WER change of a trained LM is in docs/PERFORMANCE.md)")
 
     d, v = config["emb_dim"], config["vocab_size"]
-    ref = max(matmul_gflops(args.threads, args.device, 2048, d, v, 5),
-              matmul_gflops(args.threads, args.device, 1024, 1024, 1024, 10))
-    print(f"rescore-nbest (--batch-tokens {args.batch_tokens}): {fast_rate:9.1f} hyps/s  ({fast_s:.2f} s "
-          f"for {n_hyps}: read, score, re-rank, write)")
-    print(f"naive loop (one hypothesis at a time): {naive_rate:9.1f} hyps/s  "
-          f"({naive_s:.2f} s for {len(picked)}; scores agree to {worst:.1g})")
-    print(f"speed-up: {fast_rate / naive_rate:.1f}x (best of {len(pair_ratios)} each); per pair of runs "
-          f"{', '.join(f'{r:.1f}' for r in sorted(pair_ratios))}, median "
-          f"{statistics.median(pair_ratios):.1f}x  (target >= 10x)")
     from _record import record
 
-    record("rescore_nbest", fast_rate / naive_rate, ">= 10x", median=statistics.median(pair_ratios),
-           repeats=len(pair_ratios), best={"rescore_hyps_per_s": fast_rate, "naive_hyps_per_s": naive_rate},
-           what=f"rescore-nbest / one hypothesis at a time, hyps/s ({args.device}, {args.threads} threads)")
+    forest = None
     if args.arch == "transformer":
         forest = PrefixForest([scorer.encode(h) for h in hyps],
                               [u for u, utt in enumerate(utts) for _ in utt.hyps], bos, eos,
                               classes=[-1] * n_hyps)
+        print(f"distinct histories: {forest.n_nodes} nodes, {len(forest.history_node)} output "
+              f"distributions for {tokens} scored positions")
+    print(f"naive loop (one hypothesis at a time, fp32): {naive_rate:9.1f} hyps/s  "
+          f"({naive_s:.2f} s for {len(picked)})")
+    for p in precisions:
+        fast_rate = n_hyps / fast_s[p]
+        suffix = "" if p == "fp32" else f"_{p}"
+        print(f"rescore-nbest --precision {p} (--batch-tokens {args.batch_tokens}): {fast_rate:9.1f} "
+              f"hyps/s  ({fast_s[p]:.2f} s for {n_hyps}: read, score, re-rank, write)")
+        print(f"speed-up ratio ({p}): {fast_rate / naive_rate:.1f}x (best of {len(pair_ratios[p])} each); "
+              f"per pair of runs {', '.join(f'{r:.1f}' for r in sorted(pair_ratios[p]))}, median "
+              f"{statistics.median(pair_ratios[p]):.1f}x  (target >= 10x)")
+        record(f"rescore_nbest{suffix}", fast_rate / naive_rate, ">= 10x",
+               median=statistics.median(pair_ratios[p]), repeats=len(pair_ratios[p]),
+               best={"rescore_hyps_per_s": fast_rate, "naive_hyps_per_s": naive_rate},
+               what=f"rescore-nbest --precision {p} / one fp32 hypothesis at a time, hyps/s "
+                    f"({args.device}, {args.threads} threads)")
+        if forest is None:
+            continue
+        dtype = "bfloat16" if p == "bf16" else "float32"
+        ref = max(matmul_gflops(args.threads, args.device, 2048, d, v, 5, dtype),
+                  matmul_gflops(args.threads, args.device, 1024, 1024, 1024, 10, dtype))
         body, output_layer = model_flops(config, float(forest.depths.mean()) + 1)
         executed = body * forest.n_nodes + output_layer * len(forest.history_node)
         body, output_layer = model_flops(config, context)
         naive_flops = (body + output_layer) * tokens
-        print(f"distinct histories: {forest.n_nodes} nodes, {len(forest.history_node)} output "
-              f"distributions for {tokens} scored positions")
-        print(f"achieved: {executed / fast_s / 1e9:.1f} GFLOP/s executed; torch matmul in this run: "
-              f"{ref:.1f} GFLOP/s -> {100 * executed / fast_s / 1e9 / ref:.0f}% (target >= 70%); "
-              f"naive-equivalent {naive_flops / fast_s / 1e9:.1f} GFLOP/s")
-        record("rescore_nbest_flops", executed / fast_s / 1e9 / ref, ">= 0.7x", repeats=len(pair_ratios),
-               best={"executed_gflops": executed / fast_s / 1e9, "matmul_gflops": ref},
-               what="rescore-nbest's executed FLOP rate / a same-run torch matmul's")
+        rate = executed / fast_s[p] / 1e9
+        print(f"achieved ({p}): {rate:.1f} GFLOP/s executed; torch {dtype} matmul in this run: "
+              f"{ref:.1f} GFLOP/s -> ratio {100 * rate / ref:.0f}% (target >= 70%); naive-equivalent "
+              f"{naive_flops / fast_s[p] / 1e9:.1f} GFLOP/s")
+        record(f"rescore_nbest{suffix}_flops", rate / ref, ">= 0.7x", repeats=len(pair_ratios[p]),
+               best={"executed_gflops": rate, "matmul_gflops": ref},
+               what=f"rescore-nbest --precision {p}'s executed FLOP rate / a same-run torch {dtype} matmul's")
 
 
 if __name__ == "__main__":

@@ -123,7 +123,7 @@ class CausalBlock(nn.Module):
         """
         dim = x.shape[1]
         rows, width = allowed.shape[0], allowed.shape[-1]
-        slots.index_copy_(0, real, self.qkv(self.norm1(x)).to(slots.dtype))  # bf16 autocast: to fp32
+        slots.index_copy_(0, real, self.qkv(self.norm1(x)).to(slots.dtype))
         q, k, v = slots.view(rows, width, 3, self.heads, dim // self.heads).permute(2, 0, 3, 1, 4)
         if width <= 2 * TREE_QUERY_CHUNK:
             att = F.scaled_dot_product_attention(q, k, v, attn_mask=allowed)
@@ -206,7 +206,11 @@ class TransformerLM(nn.Module):
         """
         x = self.embedding(tokens) * math.sqrt(self.emb_dim)
         x = x + self.positions(int(depths.max()) + 1, x.device, x.dtype).index_select(0, depths)
-        slots = x.new_zeros(allowed.shape[0] * allowed.shape[-1], 3 * self.emb_dim)
+        # under autocast the q/k/v slots hold its dtype (bf16): attention reads them as they are,
+        # with no fp32 round trip (the same values: bf16 -> fp32 -> bf16 is exact)
+        kind = x.device.type
+        slots = x.new_zeros(allowed.shape[0] * allowed.shape[-1], 3 * self.emb_dim,
+                            dtype=torch.get_autocast_dtype(kind) if torch.is_autocast_enabled(kind) else x.dtype)
         for block in self.blocks:
             x = block.forward_tree(x, real, slots, allowed)
         return self.norm(x)

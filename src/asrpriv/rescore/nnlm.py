@@ -218,7 +218,9 @@ class NnlmScorer:
         # [d, N] padded with zero columns (asrpriv.nnlm.gemm: ~1.7x faster products)
         padded = padded_columns(n)
         columns = states.new_zeros(states.shape[1], padded)
-        columns[:, :n] = states.t()
+        for start in range(0, n, OUTPUT_BLOCK):  # by blocks: one whole transposed copy is ~5x slower
+            stop = min(n, start + OUTPUT_BLOCK)
+            columns[:, start:stop] = states[start:stop].t()
         if padded > n:
             node_group = torch.cat([node_group, node_group.new_zeros(padded - n)])
         lse = torch.empty(padded, dtype=torch.float32, device=device)
