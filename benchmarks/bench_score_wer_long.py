@@ -109,6 +109,14 @@ def main() -> None:
     print(f"\n--details / plain memory ratio: {dm / pm:.2f} (target: a small constant; "
           f"the full table needs ~{(n + 1) ** 2 / 2**20:.0f} MB of pointers alone)")
     print(f"--details / plain time ratio: {ds / ps:.2f}")
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from _record import record
+
+    cm = results["--compare"][1]
+    record("score_wer_long", dm / pm, "<= 2x", best={"plain_mb": pm, "details_mb": dm, "compare_mb": cm,
+                                                      "plain_s": ps, "details_s": ds},
+           what=f"score-wer --details / plain, peak RSS on one {n:,}-word line (linear memory; "
+                f"--compare {cm / pm:.2f}x; time {ds / ps:.2f}x)")
 
 
 if __name__ == "__main__":
