@@ -109,6 +109,31 @@ def save_figure(fig, path: str, data: str = "", dpi: int = 110) -> None:
     plt.close(fig)
 
 
+def interval(low: float, high: float, digits: int = 2, signed: bool = False) -> str:
+    """'[low, high]' rounded to DIGITS decimals (with signed, '+' before positive bounds): the
+    one way every report writes a 95% interval, so the tests' INTERVAL pattern finds it."""
+    sign = "+" if signed else ""
+    return f"[{low:{sign}.{digits}f}, {high:{sign}.{digits}f}]"
+
+
+def with_interval(value: float, low: float, high: float, digits: int = 2, signed: bool = False) -> str:
+    """'24.52 [22.18, 26.79]': a value and its interval (signed: a difference, '+0.12 [-0.10, +0.31]')."""
+    sign = "+" if signed else ""
+    return f"{value:{sign}.{digits}f} {interval(low, high, digits, signed)}"
+
+
+def ci(report: dict) -> str:
+    """'[22.18, 26.79]': the WER interval of a score-wer --bootstrap report ('' without one)."""
+    b = report.get("bootstrap")
+    return interval(b["wer_low"], b["wer_high"]) if b else ""
+
+
+def diff_ci(boot: dict) -> str:
+    """'+0.12 [-0.10, +0.31]': the paired WER difference of a score-wer --bootstrap --compare
+    report's ``bootstrap`` block, in points, with its interval."""
+    return with_interval(boot["diff"], boot["diff_low"], boot["diff_high"], signed=True)
+
+
 def fmt_eps(value: float) -> str:
     """Epsilon rounded once, to 4 significant digits (privacy-report's own text precision)."""
     return f"{value:.4g}"
