@@ -377,6 +377,7 @@ def test_sanitized_report_every_row_with_intervals_and_the_best_tested(tmp_path)
     assert not rows_without_interval(text), rows_without_interval(text)[:2]
     assert "Made by `BOOTSTRAP=50 bin/sanitized-lm-experiment D O`. Run time 1234 s" in text
     assert "95% percentile bootstrap, 50 resamples, seed 17" in text
+    assert "of the 5 MAPSSWE tests in the tables, 4 have p < 0.05, where about 0.2 would" in text
     assert "with the lowest dev WER (`M2_sanitized`, 0.00%)" in text
     rows = {r[0]: r for r in section_rows(text, "## Table 5")}
     row = rows["M1 + M2, EM weights (`T5_M1+M2`)"]

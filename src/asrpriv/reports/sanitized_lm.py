@@ -347,8 +347,13 @@ def main(argv: list[str] | None = None) -> int:
     best_single, best_all, best_other = (named(f"{ev}/best_{k}.txt") for k in ("single", "all", "other"))
     labels: dict[str, str] = {}
 
+    tests: list[bool] = []     # the MAPSSWE tests shown in the tables: significant or not
+
     def vs(name: str, base: str) -> str:
-        return compare_cell(load(f"{ev}/{name}.vs.{base}.json"), base,
+        rep = load(f"{ev}/{name}.vs.{base}.json")
+        if rep and "compare" in rep:
+            tests.append(bool(rep["compare"]["significant"]))
+        return compare_cell(rep, base,
                             ppl_diff(m[name]["parts"], m[base]["parts"], resamples, bseed) if base in m else "")
 
     def cell(value: float, lo, hi, digits: int) -> str:
@@ -437,8 +442,9 @@ def main(argv: list[str] | None = None) -> int:
                  "that hold entity words. Every comparison cell is paired, this row minus the named baseline "
                  "(`vs NAME`): the WER difference in points with its paired bootstrap interval and the MAPSSWE "
                  "p (score-wer --compare, sc_stats' test; * = significant at 0.05), then the dev perplexity "
-                 "difference with its paired bootstrap interval over the same sentences. No correction for "
-                 "multiple comparisons: with about 100 tests here, a few p < 0.05 are expected by chance."
+                 f"difference with its paired bootstrap interval over the same sentences. No correction for "
+                 f"multiple comparisons: of the {len(tests)} MAPSSWE tests in the tables, {sum(tests)} have p < 0.05, "
+                 f"where about {len(tests) / 20:.1f} would by chance alone if no difference were real."
                  if resamples else
                  "No bootstrap in this run's scores (intervals left out). MAPSSWE: score-wer --compare "
                  "(sc_stats' test), * = significant at 0.05; every comparison cell is this row minus the named "
@@ -449,7 +455,7 @@ def main(argv: list[str] | None = None) -> int:
            "rest on the synthetic speech's N-best lists.", "",
            f"Split of `train_text` ({split['words']} words) by whole meetings (shuffled, seed {seed}): training "
            f"set T = {split['train']} words; held-out slice {split['heldout']} words (original text, "
-           "used only for the FMA betas and the EM weights of Table 5); adaptation sets (original text, nested, "
+           "used for the FMA betas, the NNLM's validation and the EM weights of Table 5); adaptation sets (original text, nested, "
            "disjoint from T): "
            + ", ".join(f"{f}% -> {split[f'adapt{f}']} words ({100 * split[f'adapt{f}'] / split['train']:.1f}% of T)"
                        for f in fracs) + ".",
