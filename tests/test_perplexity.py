@@ -234,3 +234,68 @@ def test_rescore_nbest_with_two_ngrams(tmp_path, arpa, arpa_b):
     res = run_cli(["rescore-nbest", "--ngram", str(arpa), "--ngram", str(arpa_b), "--ngram-weights", "0.4",
                    str(nbest)])
     assert res.exit_code == 2 and "--ngram-weights" in res.stderr
+
+
+def test_bootstrap_perplexity_constant_ratio_and_paired_difference():
+    """Sentences with the same log-prob per token: every resample has that perplexity, so the
+    interval is the point (e^2); a second LM at e^1 per token gives the constant difference."""
+    from asrpriv.mixture.report import bootstrap_perplexity
+
+    r = bootstrap_perplexity([-2.0, -4.0, -6.0], [1, 2, 3], 50, seed=1, logprob_b=[-1.0, -2.0, -3.0])
+    assert (r["unit"], r["units"], r["resamples"], r["seed"]) == ("sentence", 3, 50, 1)
+    for key in ("ppl", "ppl_low", "ppl_high"):
+        assert r[key] == pytest.approx(math.exp(2.0))
+    assert r["ppl_b"] == pytest.approx(math.e)
+    for key in ("diff", "diff_low", "diff_high"):
+        assert r[key] == pytest.approx(math.exp(2.0) - math.e)
+
+
+def test_bootstrap_perplexity_resamples_as_the_wer_bootstrap():
+    """One token per sentence with ln p = -e_u / 100: a resample's perplexity is exp(WER / 100) of
+    the WER bootstrap's resample with errors e_u and one word per utterance (the same index
+    stream); with B = 201 both percentiles are order statistics, so the bounds map exactly."""
+    from asrpriv.mixture.report import bootstrap_perplexity
+    from asrpriv.wer.bootstrap import bootstrap
+
+    errors = [0, 3, 1, 0, 7, 2, 5, 0, 1, 4]
+    r = bootstrap_perplexity([-e / 100 for e in errors], [1] * len(errors), 201, seed=9)
+    w = bootstrap(errors, [1] * len(errors), 201, seed=9)
+    assert r["ppl"] == pytest.approx(math.exp(sum(errors) / len(errors) / 100))
+    assert r["ppl_low"] == pytest.approx(math.exp(w.wer_low / 100 / 100))
+    assert r["ppl_high"] == pytest.approx(math.exp(w.wer_high / 100 / 100))
+    assert r["ppl_low"] < r["ppl"] < r["ppl_high"]
+
+
+def test_sentence_totals_and_the_per_word_file(tmp_path, arpa):
+    from asrpriv.mixture.report import read_sentence_totals, sentence_totals
+
+    lp, tok = sentence_totals([-1.0, -2.0, -3.0, -0.5, -0.25], [["a", "b"], ["c"]])
+    assert lp.tolist() == [-6.0, -0.75] and tok.tolist() == [3.0, 2.0]
+    text = tmp_path / "k.txt"
+    text.write_text("u1 the cat\nu2 cat the dog\nu3 the\n")
+    pw = tmp_path / "pw.tsv"
+    res = run_cli(["perplexity", "--ids", "--json", "--lm", str(arpa), "--per-word", str(pw), str(text)])
+    assert res.exit_code == 0, res.stderr
+    ids, lp, tok = read_sentence_totals(str(pw))
+    assert ids == ["u1", "u2", "u3"] and tok.tolist() == [3.0, 4.0, 2.0]
+    assert lp.sum() == pytest.approx(json.loads(res.stdout)["logprob"])
+
+
+def test_perplexity_bootstrap_option(tmp_path, arpa):
+    text = tmp_path / "k.txt"
+    text.write_text("u1 the cat\nu2 cat the dog\nu3 the\nu4 the cat\n")
+    res = run_cli(["perplexity", "--ids", "--json", "--lm", str(arpa), "--bootstrap", "300", "--seed", "4", str(text)])
+    assert res.exit_code == 0, res.stderr
+    out = json.loads(res.stdout)
+    b = out["bootstrap"]
+    assert (b["unit"], b["units"], b["resamples"], b["seed"], b["level"]) == ("sentence", 4, 300, 4, 0.95)
+    assert b["ppl"] == pytest.approx(out["ppl"]) and b["ppl_low"] < out["ppl"] < b["ppl_high"]
+    again = json.loads(run_cli(["perplexity", "--ids", "--json", "--lm", str(arpa), "--bootstrap", "300",
+                                "--seed", "4", str(text)]).stdout)
+    assert again["bootstrap"] == b                                  # the seed repeats it
+    line = run_cli(["perplexity", "--ids", "--lm", str(arpa), "--bootstrap", "300", "--seed", "4",
+                    "--confidence-level", "0.9", str(text)])
+    assert line.exit_code == 0 and "ppl 90% CI [" in line.stdout and "300 resamples of 4 sentences, seed 4" in line.stdout
+    assert "bootstrap" not in json.loads(run_cli(["perplexity", "--ids", "--json", "--lm", str(arpa), str(text)]).stdout)
+    bad = run_cli(["perplexity", "--ids", "--lm", str(arpa), "--bootstrap", "0", str(text)])
+    assert bad.exit_code == 2

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import os
 import time
 from pathlib import Path
@@ -278,38 +279,146 @@ def test_runtime_parts_of_one_command(tmp_path):
     assert text == ("Made by `bin/x A B`, in 2 invocations, each reusing what the earlier ones had cached: 300 s + 7 s. "
                     "Run time 307 s = 5 min 7 s, the sum of the 2 parts (OUT/runtime.tsv).")
 
-def test_sanitized_report_tests_the_best_system_claim(tmp_path):
-    """Table 5's mixtures are compared with the single model of lowest WER (issue 29: the paper's
-    'best system' claim was measured only against the weak LSTM)."""
+def test_interval_formatters():
+    assert common.interval(22.184, 26.786) == "[22.18, 26.79]"
+    assert common.with_interval(24.5249, 22.18, 26.79) == "24.52 [22.18, 26.79]"
+    assert common.with_interval(0.7, 0.25, 1.05, 1, signed=True) == "+0.7 [+0.2, +1.1]"   # 0.25: half-even
+    assert common.ci({"bootstrap": {"wer_low": 1, "wer_high": 2.5}}) == "[1.00, 2.50]" and common.ci({}) == ""
+    assert common.diff_ci({"diff": -0.12, "diff_low": -0.305, "diff_high": 0.1}) == "-0.12 [-0.30, +0.10]"
+    assert fmp.ci({"bootstrap": {"wer_low": 1, "wer_high": 2}}) == " [1.00, 2.00]" and fmp.ci({}) == ""
+
+
+def _parts(ppl: float, sentences: int = 4) -> dict:
+    """Per-sentence totals whose every sentence has perplexity PPL (so every resample has it)."""
+    tok = [2.0 + k % 3 for k in range(sentences)]
+    return {"ids": [f"u{k}" for k in range(sentences)], "lp": [-t * math.log(ppl) for t in tok], "tok": tok,
+            "ent_lp": [-math.log(ppl)] * sentences, "ent_n": [1] * sentences}
+
+
+def test_sanitized_compare_cell_by_hand():
     from asrpriv.reports import sanitized_lm
+
+    rep = {"compare": {"wer_a": 20.0, "wer_b": 21.0, "p_value": 0.01234, "significant": True},
+           "bootstrap": {"diff": -1.0, "diff_low": -1.6, "diff_high": -0.4}}
+    assert (sanitized_lm.compare_cell(rep, "M1_original", "ppl -2.0 [-3.0, -1.0]")
+            == "vs M1_original: WER -1.00 [-1.60, -0.40], p=0.012 *; ppl -2.0 [-3.0, -1.0]")
+    rep = {"compare": {"wer_a": 20.0, "wer_b": 19.75, "p_value": 0.5, "significant": False}}
+    assert sanitized_lm.compare_cell(rep, "B") == "vs B: WER +0.25, p=0.5"        # no bootstrap in the report
+    assert sanitized_lm.compare_cell(None, "B") == "vs B: not tested"
+    # perplexities 100 and 110 on every sentence: the paired difference is -10 in every resample
+    assert sanitized_lm.ppl_diff(_parts(100), _parts(110), 50, 3) == "ppl -10.0 [-10.0, -10.0]"
+    other = dict(_parts(110), ids=["x", "u1", "u2", "u3"])
+    assert sanitized_lm.ppl_diff(_parts(100), other, 50, 3) == ""           # not the same sentences
+    assert sanitized_lm.ppl_interval(_parts(100), 50, 3) == pytest.approx((100, 100, 100))
+    assert sanitized_lm.ppl_interval(_parts(100), None, None) == pytest.approx((100, None, None))
+    ent = dict(_parts(100), ent_lp=[-math.log(50), 0.0, -2 * math.log(50), 0.0], ent_n=[1, 0, 2, 0])
+    assert sanitized_lm.ppl_interval(ent, 50, 3, entity=True) == pytest.approx((50, 50, 50))
+
+
+def _system(wer: float, ppl: float, oov: float = 1.0) -> dict:
+    return {"wer": wer, "wer_lo": wer - 1, "wer_hi": wer + 1, "ppl": ppl, "ppl_lo": ppl - 5, "ppl_hi": ppl + 5,
+            "oov": oov, "parts": _parts(ppl)}
+
+
+def test_sanitized_best_claims_by_hand():
+    """Issue 29: a 'best' claim is a paired test against the next best; a perplexity claim lists
+    every model below the reference instead of calling one 'the only' one."""
+    from asrpriv.reports import sanitized_lm
+
+    m = {"A": _system(21.5, 104.0), "B": _system(21.6, 97.8), "C": _system(23.9, 100.6, oov=0.91),
+         "M1_original": _system(21.8, 104.1)}
+    labels = {"A": "model a"}
+    test = {"compare": {"wer_a": 21.5, "wer_b": 21.6, "p_value": 0.31, "significant": False, "alpha": 0.05},
+            "bootstrap": {"diff": -0.1, "diff_low": -0.3, "diff_high": 0.1}}
+    wer, ppl = sanitized_lm.best_sentence("A", "B", m, labels, test, 50, 1)
+    assert wer == ("Lowest dev WER of the 4 models: `A` (model a), WER 21.50% [20.50, 22.50]; the next lowest: "
+                   "`B` (B), WER 21.60% [20.60, 22.60]. `A` minus `B`: -0.10 [-0.30, +0.10] points (paired "
+                   "bootstrap 95% interval), MAPSSWE p = 0.31, not significant at 0.05: no model is shown to be "
+                   "the best by WER here.")
+    # perplexity: B 97.8 lowest, C 100.6 next, every sentence at its model's perplexity: -2.8 exactly
+    assert ppl == ("Lowest dev perplexity: `B` (B), perplexity 97.8 [92.8, 102.8] (OOV 1.00%); the next lowest: "
+                   "`C` (C), perplexity 100.6 [95.6, 105.6] (OOV 0.91%); `B` minus `C`: -2.8 [-2.8, -2.8] (paired "
+                   "bootstrap 95% interval over sentences: excludes 0). Their OOV rates differ (1.00% vs 0.91%): an "
+                   "OOV is scored as each model's <unk>, so these perplexities are not strictly comparable.")
+    test["compare"].update(significant=True, p_value=0.001)
+    assert "MAPSSWE p = 0.001, significant at 0.05: `A` has the lowest dev WER" in \
+        sanitized_lm.best_sentence("A", "B", m, labels, test, 50, 1)[0]
+    test["compare"].update(wer_a=21.7)          # significant, but not lower: no best claim
+    assert "no model is shown to be the best" in sanitized_lm.best_sentence("A", "B", m, labels, test, 50, 1)[0]
+    assert "were not compared" in sanitized_lm.best_sentence("A", "B", m, labels, None, 50, 1)[0]
+    assert sanitized_lm.below(m, "M1_original") == (
+        "3 of the 4 models have a dev perplexity below `M1_original`'s 104.1 (OOV 1.00%), as point values: "
+        "`B` 97.8 (OOV 1.00%), `C` 100.6 (OOV 0.91%), `A` 104.0 (OOV 1.00%).")
+    assert sanitized_lm.below(m, "B") == "No model has a dev perplexity below `B`'s 97.8."
+
+
+def test_sanitized_report_every_row_with_intervals_and_the_best_tested(tmp_path):
+    """The report on made-up systems scored by the real score-wer (--bootstrap, --compare) as the
+    recipe scores them: every table row has intervals, every comparison cell names its baseline,
+    Table 5 is tested against the single model of lowest WER and the lowest WER against the next."""
+    from _table_helpers import rows_without_interval
+    from asrpriv.reports import sanitized_lm
+    from conftest import run_cli
 
     refs = [line.split() for line in (AMI / "dev" / "ref.txt").read_text().splitlines() if line.strip()]
     out = tmp_path / "out"
     for d in ("split", "lm", "eval"):
         (out / d).mkdir(parents=True)
+    ev = out / "eval"
     (out / "split" / "split.json").write_text(json.dumps({"words": 1000, "train": 800, "heldout": 50, "adapt12": 100}))
     (out / "settings.key").write_text("top=0\n")
+    (out / "runtime.tsv").write_text(f"1234\t{int(time.time()) - 1240}\tBOOTSTRAP=50 bin/sanitized-lm-experiment D O\n")
     (out / "lm" / "T5_M1+M2.json").write_text(json.dumps({"weights": [0.6, 0.4]}))
-    # M2_sanitized: every reference (the best single model); the others drop words
+    # M2_sanitized: every reference (the best model); the others drop words
     drops = {"M1_original": 1, "M1_sanitized": 2, "M2_original": 1, "M2_sanitized": 0, "T5_M1+M2": 1}
-    for name, drop in drops.items():
+    for k, (name, drop) in enumerate(drops.items()):
         (out / "lm" / f"{name}.sys").write_text("x\ny\nz\n")
         cut = [min(drop * (i % 3), len(r) - 1) for i, r in enumerate(refs)]   # 0, 1 or 2 x drop words
         hyps = [r[:len(r) - c] for r, c in zip(refs, cut)]
-        (out / "eval" / f"{name}.best.txt").write_text("\n".join(" ".join(h) for h in hyps) + "\n")
-        n = sum(len(r) - 1 for r in refs)
-        dropped = sum(cut)
-        (out / "eval" / f"{name}.wer.json").write_text(json.dumps({"wer": 100.0 * dropped / n}))
-        (out / "eval" / f"{name}.ppl.json").write_text(json.dumps({"ppl": 100.0, "oov_rate": 0.01}))
-        (out / "eval" / f"{name}.perword.tsv").write_text(
-            "utt_id\tposition\tln_p\n" + "".join(f"{r[0]}\t{p}\t-2.0\n" for r in refs for p in range(1, len(r))))
+        (ev / f"{name}.best.txt").write_text("\n".join(" ".join(h) for h in hyps) + "\n")
+        (ev / f"{name}.ppl.json").write_text(json.dumps({"ppl": 100.0 + k, "oov_rate": 0.01}))
+        (ev / f"{name}.perword.tsv").write_text("utt_id\tposition\tln_p\n" + "".join(
+            f"{r[0]}\t{p}\t{-4.0 - 0.01 * k - 0.1 * (i % 4)}\n" for i, r in enumerate(refs) for p in range(1, len(r) + 1)))
+
+    def score(name: str, base: str | None = None) -> None:
+        args = ["score-wer", "-q", "--format", "json", "--ref", str(AMI / "dev" / "ref.txt"),
+                "--hyp", str(ev / f"{name}.best.txt"), "--bootstrap", "50", "--seed", "17"]
+        if base:
+            args += ["--compare", str(ev / f"{base}.best.txt")]
+        res = run_cli(args)
+        assert res.exit_code == 0, res.stderr
+        (ev / (f"{name}.vs.{base}.json" if base else f"{name}.wer.json")).write_text(res.stdout)
+
+    for name in drops:
+        score(name)
+    for name, base in [("M1_sanitized", "M1_original"), ("M2_sanitized", "M2_original"), ("T5_M1+M2", "M2_original"),
+                       ("T5_M1+M2", "M2_sanitized"), ("M2_sanitized", "M1_original")]:
+        score(name, base)
+    for kind, best in (("single", "M2_sanitized"), ("all", "M2_sanitized"), ("other", "M1_original")):
+        (ev / f"best_{kind}.txt").write_text(best + "\n")
     args = [str(AMI), str(out), "0", "17", "0.1", "0.1", "1", "5", "--arch lstm", "0", "--train-only output", "12"]
     assert sanitized_lm.main(args) == 0
     text = (out / "results.md").read_text()
-    assert "the single model of Tables 2-4 with the lowest dev WER (M2_sanitized, 0.00%)" in text
-    row = next(line for line in text.splitlines() if line.startswith("| M1 + M2, EM weights"))
-    assert "(vs M2_original / M2_sanitized / M2_sanitized)" in row
-    # the mixture drops words: worse than the best single model, significantly
-    assert row.split("|")[-4].strip().startswith("+") and row.split("|")[-4].strip().endswith("*")
-    saved = json.loads((out / "eval" / "T5_M1+M2.vs.M2_sanitized.json").read_text())["compare"]
-    assert saved["test"] == "mapsswe" and saved["significant"] and saved["wer_b"] == 0.0
+    assert not rows_without_interval(text), rows_without_interval(text)[:2]
+    assert "Made by `BOOTSTRAP=50 bin/sanitized-lm-experiment D O`. Run time 1234 s" in text
+    assert "95% percentile bootstrap, 50 resamples, seed 17" in text
+    assert "of the 5 MAPSSWE tests in the tables, 4 have p < 0.05, where about 0.2 would" in text
+    assert "with the lowest dev WER (`M2_sanitized`, 0.00%)" in text
+    rows = {r[0]: r for r in section_rows(text, "## Table 5")}
+    row = rows["M1 + M2, EM weights (`T5_M1+M2`)"]
+    assert row[-3] == "(the reference)"
+    # the mixture drops words: worse than the best single model, significantly; its interval excludes 0
+    cell = row[-4]
+    assert cell.startswith("vs M2_sanitized: WER +") and " *; ppl " in cell, cell
+    low = float(cell.split("[")[1].split(",")[0])
+    assert low > 0
+    t2 = {r[0]: r for r in section_rows(text, "## Table 2")}
+    assert t2["M1 word 3-gram, original (`M1_original`)"][6] == "(the baseline)"
+    assert t2["M1 word 3-gram, sanitized (`M1_sanitized`)"][6].startswith("vs M1_original: WER +")
+    # the best by WER: M2_sanitized (no errors) against the next lowest (M1_original), significant
+    assert ("Lowest dev WER of the 5 models: `M2_sanitized` (M2 class 3-gram, sanitized), WER 0.00% [0.00, 0.00]; "
+            "the next lowest: `M1_original`") in text
+    assert "significant at 0.05: `M2_sanitized` has the lowest dev WER" in text
+    assert "Lowest dev perplexity: `M1_original`" in text          # the per-word files' lowest (k = 0)
+    assert "models have a dev perplexity below `M1_original`" not in text
+    assert "No model has a dev perplexity below `M1_original`'s" in text

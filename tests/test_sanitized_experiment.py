@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from _table_helpers import rows_without_interval
+from _table_helpers import INTERVAL, rows_without_interval
 from asrpriv.reports.common import DATA_NAME
 from conftest import AMI, ROOT
 
@@ -39,7 +39,12 @@ def test_experiment_writes_every_table(reduced_run):
     # Table 2: 4 kinds x 2; Table 3: 3 FMA kinds x 2 fractions + M4 on the first; Table 4: M1/M2 x 2
     # + M3/M4 on the first; Table 5: 3 mixtures with EM weights and with the paper's
     assert len(rows) == 8 + 7 + 6 + 6, text
-    assert all("p=" in row or "(baseline)" in row for row in rows)  # MAPSSWE in every other row
+    # every comparison cell is paired and names its baseline: MAPSSWE p and the WER difference's interval
+    assert all("vs M" in row and "p=" in row for row in rows if "(the baseline)" not in row), text
+    assert "## The lowest WER and the lowest perplexity, tested" in text
+    best, other = ((out / "eval" / f"best_{k}.txt").read_text().strip() for k in ("all", "other"))
+    assert (out / "eval" / f"{best}.vs.{other}.json").exists() and f"`{best}` minus `{other}`" in text
+    assert len((out / "runtime.tsv").read_text().splitlines()) == 1 and "Made by `" in text
     split = json.loads((out / "split" / "split.json").read_text())
     # nested adaptation sets of ~12 and ~20% of T, disjoint from T and from the held-out slice
     assert 0.11 < split["adapt12"] / split["train"] < 0.15 and 0.19 < split["adapt20"] / split["train"] < 0.23
@@ -57,12 +62,13 @@ def test_experiment_writes_every_table(reduced_run):
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(reason="issue 29: the report's rows carry a MAPSSWE test but no interval yet (the "
-                   "recipe's scoring, bin/sanitized-lm-experiment, is another helper's); remove this "
-                   "mark when score-wer --bootstrap reaches its table", strict=False)
 def test_reduced_form_every_row_has_an_interval(reduced_run):
     """Issue 29's check on the reduced form: every table row has a 95% interval (this recipe has no
-    DP rows: its sanitization is seeded and declared NOT private)."""
+    DP rows: its sanitization is seeded and declared NOT private): each row's WER, with the
+    perplexities' and the entity-word error rate's beside it."""
     text = (reduced_run / "results.md").read_text()
     assert "Tables 2-5" in text and DATA_NAME in text
     assert not rows_without_interval(text), rows_without_interval(text)[:3]
+    for row in (r for r in text.splitlines() if r.startswith("| M")):
+        wer = row.split("|")[5].strip()                      # the WER cell: 24.52 [22.18, 26.79]
+        assert INTERVAL.fullmatch(wer), row

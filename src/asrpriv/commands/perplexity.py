@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from asrpriv.commands.options import common_options, output_option
+from asrpriv.commands.options import FiniteFloat, common_options, output_option, seed_option
 
 
 from asrpriv.mixture.steps import HIGH_OOV_RATE  # noqa: F401 - its home is the library
@@ -34,12 +34,18 @@ from asrpriv.mixture.steps import HIGH_OOV_RATE  # noqa: F401 - its home is the 
               help="CPU threads for torch (0 = OMP_NUM_THREADS if set, else min(CPUs, 4)).")
 @click.option("--max-words", type=click.IntRange(min=1), default=1000, show_default=True,
               help="Neural LMs: refuse (FILE:LINE) a sentence longer than this many words.")
+@click.option("--bootstrap", "bootstrap_n", type=click.IntRange(min=1), default=None, metavar="N",
+              help="Add the perplexity's bootstrap percentile interval from N resamples of the "
+                   "sentences (each with its log-probability sum and token count).")
+@click.option("--confidence-level", type=FiniteFloat(0.0, 1.0, min_open=True, max_open=True),
+              default=0.95, show_default=True, help="Level of the bootstrap interval.")
+@seed_option("Seed of the bootstrap resampling (without it, a random seed, printed in the report).")
 @output_option
 @click.option("--allow-seeded-test-noise", "allow_seeded", is_flag=True,
               help="Tests only: accept LMs/factors made with seeded (not private) noise.")
 @common_options
 def perplexity(text, lm_paths, class_files, weights_text, per_word, ids, as_json, batch_size, threads,
-               max_words, output, allow_seeded=False):
+               max_words, bootstrap_n, confidence_level, seed, output, allow_seeded=False):
     """Perplexity of an LM, or of a dynamic interpolation of LMs, on TEXT (stdin by default).
 
     Neural and n-gram LMs use the same conventions, so their numbers compare: each sentence's
@@ -57,4 +63,5 @@ def perplexity(text, lm_paths, class_files, weights_text, per_word, ids, as_json
     run(PerplexitySettings(text=text, lm_paths=lm_paths, class_files=class_files,
                            weights=weights_text, per_word=per_word, ids=ids, as_json=as_json,
                            batch_size=batch_size, threads=threads, max_words=max_words,
-                           output=output, allow_seeded=allow_seeded), warn=warn)
+                           output=output, allow_seeded=allow_seeded, bootstrap=bootstrap_n,
+                           confidence_level=confidence_level, seed=seed), warn=warn)

@@ -16,6 +16,13 @@ Two conventions are reported side by side (natural log inside, as everywhere in 
 ``oov_rate`` = oovs / words (``</s>`` is never an OOV). Two LMs with different vocabularies
 score different token sets under SRILM's convention, and give ``<unk>`` different meanings
 under kenlm's: comparing their perplexities is then not meaningful (callers warn).
+
+:func:`bootstrap_perplexity` (``perplexity --bootstrap N``) resamples sentences with
+replacement, each carrying its log-probability sum and its token count (words + ``</s>``): the
+perplexity of a resample is ``exp(-sum ln p / sum tokens)`` over its sentences, and with a
+second LM scored on the same sentences (paired resampling, the same draws) the difference
+``ppl_A - ppl_B``. Percentile intervals, drawn as :mod:`asrpriv.wer.bootstrap` draws its
+utterances (the same index stream for the same seed and unit count).
 """
 
 from __future__ import annotations
@@ -56,12 +63,104 @@ def summarize(ln_p: np.ndarray, oov: np.ndarray, words: int, sentences: int) -> 
 
 
 def format_line(summary: dict, name: str) -> str:
-    """The one-line report of a :func:`summarize` summary."""
-    return (f"{name}: ppl={summary['ppl']:.4f} logprob={summary['logprob']:.4f} "
+    """The one-line report of a :func:`summarize` summary (and of its ``bootstrap``, if any)."""
+    line = (f"{name}: ppl={summary['ppl']:.4f} logprob={summary['logprob']:.4f} "
             f"tokens={summary['tokens']} words={summary['words']} sentences={summary['sentences']} "
             f"oovs={summary['oovs']} oov_rate={100 * summary['oov_rate']:.2f}% "
             f"srilm_ppl={summary['srilm_ppl']:.4f} srilm_ppl1={summary['srilm_ppl1']:.4f} "
             f"(natural log; </s> counted, OOVs scored as <unk>; srilm_*: OOVs excluded)")
+    b = summary.get("bootstrap")
+    if b:
+        line += (f" ppl {100 * b['level']:g}% CI [{b['ppl_low']:.4f}, {b['ppl_high']:.4f}] "
+                 f"({b['resamples']} resamples of {b['units']} sentences, seed {b['seed']})")
+    return line
+
+
+def sentence_totals(ln_p: np.ndarray, sentences: Sequence[Sequence[str]]) -> tuple[np.ndarray, np.ndarray]:
+    """Per sentence of a token stream (``w1 .. wn </s>`` each): the sum of ``ln_p`` and the
+    token count n + 1, as two float arrays."""
+    tokens = np.array([len(s) + 1 for s in sentences], dtype=np.float64)
+    ends = np.cumsum(tokens.astype(np.int64))
+    starts = ends - tokens.astype(np.int64)
+    cum = np.concatenate(([0.0], np.cumsum(np.asarray(ln_p, dtype=np.float64))))
+    return cum[ends] - cum[starts], tokens
+
+
+def read_sentence_totals(path: str) -> tuple[list[str], np.ndarray, np.ndarray]:
+    """The sentences of a ``perplexity --per-word`` TSV (:func:`write_per_word`), in file order:
+    their ids, log-probability sums (column ``ln_p``, natural log) and token counts."""
+    import csv
+
+    ids: list[str] = []
+    sums: list[float] = []
+    counts: list[int] = []
+    pos: dict[str, int] = {}
+    with open(path, encoding="utf-8", newline="") as f:
+        for row in csv.DictReader(f, delimiter="\t"):
+            u = row["utt_id"]
+            if u not in pos:
+                pos[u] = len(ids)
+                ids.append(u)
+                sums.append(0.0)
+                counts.append(0)
+            sums[pos[u]] += float(row["ln_p"])
+            counts[pos[u]] += 1
+    return ids, np.array(sums, dtype=np.float64), np.array(counts, dtype=np.float64)
+
+
+def bootstrap_perplexity(logprob: Sequence[float], tokens: Sequence[float], resamples: int,
+                         level: float = 0.95, seed: int | None = None,
+                         logprob_b: Sequence[float] | None = None) -> dict:
+    """Percentile interval of the perplexity over ``resamples`` resamples of the sentences.
+
+    Args:
+        logprob: per sentence, the natural-log probability sum of its tokens.
+        tokens: per sentence, its token count (words + ``</s>``).
+        resamples: B, the number of resamples (each: U sentences drawn with replacement).
+        level: the interval's level (0.95: the 2.5 and 97.5 percentiles).
+        seed: of ``numpy.random.default_rng`` (None: a random one, returned).
+        logprob_b: per sentence, a second LM's sum on the same sentences: then also the paired
+            difference ``ppl - ppl_b`` and its interval (the same resamples).
+
+    Returns:
+        ``{"unit": "sentence", "units", "resamples", "level", "seed", "ppl", "ppl_low",
+        "ppl_high"}`` and with ``logprob_b`` also ``"ppl_b", "diff", "diff_low", "diff_high"``.
+    """
+    import secrets
+
+    from asrpriv.wer.bootstrap import resample_indices
+
+    lp = np.asarray(logprob, dtype=np.float64)
+    tok = np.asarray(tokens, dtype=np.float64)
+    if lp.shape != tok.shape or lp.ndim != 1 or not len(lp):
+        raise ValueError("logprob and tokens: one value per sentence, at least one sentence")
+    if (tok <= 0).any():
+        raise ValueError("every sentence has at least one token (its </s>)")
+    lpb = None if logprob_b is None else np.asarray(logprob_b, dtype=np.float64)
+    if lpb is not None and lpb.shape != lp.shape:
+        raise ValueError("logprob_b: one value per sentence of logprob")
+    if seed is None:
+        seed = secrets.randbits(63)
+    rng = np.random.default_rng(seed)
+    ppls, diffs = [], []
+    with np.errstate(over="ignore"):
+        for idx in resample_indices(rng, len(lp), resamples):
+            n = tok[idx].sum(axis=1)
+            a = np.exp(-lp[idx].sum(axis=1) / n)
+            ppls.append(a)
+            if lpb is not None:
+                diffs.append(a - np.exp(-lpb[idx].sum(axis=1) / n))
+        q = [100.0 * (1.0 - level) / 2.0, 100.0 * (1.0 + level) / 2.0]
+        total = tok.sum()
+        point = math.exp(-lp.sum() / total)
+        lo, hi = np.percentile(np.concatenate(ppls), q)
+        out = {"unit": "sentence", "units": len(lp), "resamples": int(resamples), "level": level,
+               "seed": seed, "ppl": point, "ppl_low": float(lo), "ppl_high": float(hi)}
+        if lpb is not None:
+            point_b = math.exp(-lpb.sum() / total)
+            dlo, dhi = np.percentile(np.concatenate(diffs), q)
+            out.update(ppl_b=point_b, diff=point - point_b, diff_low=float(dlo), diff_high=float(dhi))
+    return out
 
 
 def write_per_word(out: IO[str], sentences: Sequence[Sequence[str]], ids: Sequence[str] | None,

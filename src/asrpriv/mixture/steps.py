@@ -42,7 +42,9 @@ class PerplexitySettings:
     """The settings of ``perplexity``: ``lm_paths`` (several: their dynamic interpolation
     with ``weights``, text ``W1,W2,...``), ``class_files`` one per LM (``-`` for a word LM),
     ``per_word`` a per-token TSV, ``as_json`` one JSON object instead of one line;
-    ``threads`` 0 = OMP_NUM_THREADS or min(CPUs, 4)."""
+    ``threads`` 0 = OMP_NUM_THREADS or min(CPUs, 4); ``bootstrap`` N adds the perplexity's
+    percentile interval at ``confidence_level`` over N resamples of the sentences
+    (:func:`asrpriv.mixture.report.bootstrap_perplexity`, drawn with ``seed``)."""
 
     text: str = "-"
     lm_paths: Sequence[str] = ()
@@ -56,6 +58,9 @@ class PerplexitySettings:
     max_words: int = 1000
     output: str | None = "-"
     allow_seeded: bool = False
+    bootstrap: int | None = None
+    confidence_level: float = 0.95
+    seed: int | None = None
 
 
 def perplexity(s: PerplexitySettings, warn=None) -> dict:
@@ -77,6 +82,10 @@ def perplexity(s: PerplexitySettings, warn=None) -> dict:
     _check_common(s.lm_paths, s.batch_size, s.threads)
     if s.max_words < 1:
         raise AsrprivError(f"--max-words must be >= 1, got {s.max_words}")
+    if s.bootstrap is not None and s.bootstrap < 1:
+        raise AsrprivError(f"--bootstrap must be >= 1, got {s.bootstrap}")
+    if not 0.0 < s.confidence_level < 1.0:
+        raise AsrprivError(f"--confidence-level must lie in (0, 1), got {s.confidence_level}")
     from asrpriv.provenance import check_read_files
 
     lm_paths, text = tuple(s.lm_paths), s.text
@@ -117,6 +126,9 @@ def perplexity(s: PerplexitySettings, warn=None) -> dict:
                                **{key: alone[key] for key in ("ppl", "logprob", "oovs", "srilm_ppl")}})
         summary = {"lm": [lm.name for lm in lms], "weights": weights, "text": display_name(text),
                    "lm_type": "mixture", "components": components, **summary}
+    if s.bootstrap is not None:
+        lp, tokens = report.sentence_totals(ln_p, sentences)
+        summary["bootstrap"] = report.bootstrap_perplexity(lp, tokens, s.bootstrap, s.confidence_level, s.seed)
     if s.per_word:
         with open_output(s.per_word) as stream:
             report.write_per_word(stream, sentences, corpus.ids, ln_p, oov,

@@ -109,6 +109,31 @@ def save_figure(fig, path: str, data: str = "", dpi: int = 110) -> None:
     plt.close(fig)
 
 
+def interval(low: float, high: float, digits: int = 2, signed: bool = False) -> str:
+    """'[low, high]' rounded to DIGITS decimals (with signed, '+' before positive bounds): the
+    one way every report writes a 95% interval, so the tests' INTERVAL pattern finds it."""
+    sign = "+" if signed else ""
+    return f"[{low:{sign}.{digits}f}, {high:{sign}.{digits}f}]"
+
+
+def with_interval(value: float, low: float, high: float, digits: int = 2, signed: bool = False) -> str:
+    """'24.52 [22.18, 26.79]': a value and its interval (signed: a difference, '+0.12 [-0.10, +0.31]')."""
+    sign = "+" if signed else ""
+    return f"{value:{sign}.{digits}f} {interval(low, high, digits, signed)}"
+
+
+def ci(report: dict) -> str:
+    """'[22.18, 26.79]': the WER interval of a score-wer --bootstrap report ('' without one)."""
+    bounds = wer_interval(report)
+    return interval(*bounds) if bounds else ""
+
+
+def diff_ci(boot: dict) -> str:
+    """'+0.12 [-0.10, +0.31]': the paired WER difference of a score-wer --bootstrap --compare
+    report's ``bootstrap`` block, in points, with its interval."""
+    return with_interval(boot["diff"], boot["diff_low"], boot["diff_high"], signed=True)
+
+
 def fmt_eps(value: float) -> str:
     """Epsilon rounded once, to 4 significant digits (privacy-report's own text precision)."""
     return f"{value:.4g}"
@@ -211,17 +236,15 @@ def wer_interval(report: dict) -> tuple[float, float] | None:
 
 def fmt_wer(report: dict) -> str:
     """'24.52 [22.18, 26.79]': the WER and its bootstrap interval (the WER alone without one)."""
-    ci = wer_interval(report)
-    return f"{report['wer']:.2f}" + (f" [{ci[0]:.2f}, {ci[1]:.2f}]" if ci else "")
+    bounds = wer_interval(report)
+    return with_interval(report["wer"], *bounds) if bounds else f"{report['wer']:.2f}"
 
 
 def fmt_diff(report: dict) -> str | None:
     """'+0.21 [-0.10, +0.50]': WER(A) - WER(B) in points and its paired bootstrap interval
     (score-wer --compare B --bootstrap N), or None without them."""
     boot = report.get("bootstrap") or {}
-    if boot.get("diff") is None:
-        return None
-    return f"{boot['diff']:+.2f} [{boot['diff_low']:+.2f}, {boot['diff_high']:+.2f}]"
+    return None if boot.get("diff") is None else diff_ci(boot)
 
 
 def fmt_mapsswe(report: dict) -> str | None:

@@ -22,7 +22,7 @@ import json
 import os
 import statistics
 
-from asrpriv.reports.common import (DATA_NAME, data_name, data_paragraph, fmt_eps, runtime_paragraph,
+from asrpriv.reports.common import (DATA_NAME, ci, data_name, data_paragraph, fmt_eps, runtime_paragraph,
                                     save_figure)
 
 # paper 001: (PPL, WER %) on the conversation evaluation set
@@ -69,11 +69,6 @@ def sig(report: dict | None) -> str:
         return "–"
     mark = "yes" if comp["significant"] else "no"
     return f"{mark} (Z={comp['z']:.2f}, p={comp['p_value']:.3f})"
-
-
-def ci(report: dict) -> str:
-    b = report.get("bootstrap")
-    return f"[{b['wer_low']:.2f}, {b['wer_high']:.2f}]" if b else ""
 
 
 def paper_cell(pair, base_wer=None) -> tuple[str, str]:

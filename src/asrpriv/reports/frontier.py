@@ -35,7 +35,7 @@ import os
 import statistics
 import sys
 
-from asrpriv.reports.common import data_name, data_paragraph, fmt_eps, run_time
+from asrpriv.reports.common import data_name, data_paragraph, diff_ci, fmt_eps, run_time, with_interval
 
 COLUMNS = ["method", "unit", "epsilon", "delta", "wer", "wer_lo", "wer_hi", "draws"]
 METHODS = {
@@ -118,7 +118,7 @@ def _compare_cell(p: dict, baseline: str) -> str:
         comp = r.get("compare") or {}
         if boot.get("diff") is None:
             continue
-        cell = f"{boot['diff']:+.2f} [{boot['diff_low']:+.2f}, {boot['diff_high']:+.2f}]"
+        cell = diff_ci(boot)
         if comp:
             cell += f" p={comp['p_value']:.2g}" + (" *" if comp.get("significant") else "")
         cells.append(cell)
@@ -151,7 +151,7 @@ def markdown(out: str, points: list[dict], refs: dict, data: str | None, seconds
         r = refs.get(name)
         if r:
             lo, hi = _interval(r)
-            L.append(f"| {label} | {r['wer']:.2f} [{lo:.2f}, {hi:.2f}] |")
+            L.append(f"| {label} | {with_interval(r['wer'], lo, hi)} |")
     L += ["", "## The frontier", "",
           "| method | unit of privacy | epsilon | delta | noise | WER % [95% CI] | draws (WER range) | "
           "difference in WER points [95% paired bootstrap CI], MAPSSWE p (* = significant at 0.05), per draw |",
@@ -170,7 +170,7 @@ def markdown(out: str, points: list[dict], refs: dict, data: str | None, seconds
                 eps, noise = fmt_eps(p["epsilon"]), "discrete Laplace"
         rng = f"{p['draws']} ({p['wer_min']:.2f}-{p['wer_max']:.2f})" if p["draws"] > 1 else "1"
         L.append(f"| {METHODS[method][1]} | {p['unit']} | {eps} | {_num(p['delta'])} | {noise} | "
-                 f"{p['wer']:.2f} [{p['wer_lo']:.2f}, {p['wer_hi']:.2f}] | {rng} | {_compare_cell(p, base)} |")
+                 f"{with_interval(p['wer'], p['wer_lo'], p['wer_hi'])} | {rng} | {_compare_cell(p, base)} |")
     L += ["", "Units: " + "; ".join(f"{METHODS[m][1]}: {METHODS[m][2]}" for m in METHODS) + ".", "",
           "Each DP row is compared with its own method's non-private row; each non-private row with its "
           "method's unadapted starting point (reference rows above). `frontier.tsv` holds the same points "

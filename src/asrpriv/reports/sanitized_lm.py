@@ -9,12 +9,24 @@ and the two computations the recipe needs before (its library half):
 ``split`` (:func:`split_meetings`): the recipe's split by whole meetings; ``unk-penalty``
 (:func:`unk_penalty`): ln of the N-best's word types outside an LM's vocabulary.
 
-Reads OUT/split/split.json, OUT/lm/*.sys and *.json (EM weights), OUT/eval/NAME.{ppl,wer}.json,
-NAME.vs.BASE.json (MAPSSWE) and NAME.perword.tsv / NAME.best.txt (entity words). Table 5's
-mixtures are also compared with the single model of lowest dev WER (the paper's "best system"
-claim, tested); where the recipe did not score that pair, this module does (score-wer --compare's
-library call) and writes NAME.vs.BEST.json beside the others. Perplexities
-are exp of the mean negative natural-log probability per token (words and </s>).
+Reads OUT/split/split.json, OUT/lm/*.sys and *.json (EM weights), OUT/runtime.tsv (the command
+and run time), OUT/eval/NAME.{ppl,wer}.json (score-wer --bootstrap: the WER and its interval),
+NAME.vs.BASE.json (score-wer --compare --bootstrap: MAPSSWE and the paired interval of the WER
+difference), best_{single,all,other}.txt (the recipe's pick-best choices: the single model of
+lowest dev WER, the model of lowest dev WER of all and the lowest of the others) and
+NAME.perword.tsv / NAME.best.txt (per-sentence log-probabilities, entity words). It writes no
+comparison of its own: a pair the recipe did not score is said to be "not tested".
+
+Every number of a table row has a 95% percentile bootstrap interval, with the resamples and seed
+of score-wer's WER intervals: WER over utterances (score-wer), the entity-word error rate over the
+same utterances (:func:`asrpriv.wer.bootstrap.bootstrap` on their entity-word errors), the dev
+perplexity over sentences and, in each comparison cell, the paired difference of two systems' dev
+perplexities over the same sentences (:func:`asrpriv.mixture.report.bootstrap_perplexity`, the
+library half of ``perplexity --bootstrap``, on the per-word files), the entity-word perplexity over
+the sentences with entity words. The closing section tests the "best" claims: the lowest dev WER
+against the next lowest (MAPSSWE, paired interval), the lowest dev perplexity against the next
+lowest (paired interval), and lists every model below M1 original's perplexity. Perplexities are
+exp of the mean negative natural-log probability per token (words and </s>).
 """
 
 from __future__ import annotations
@@ -25,7 +37,7 @@ import math
 import os
 import sys
 
-from asrpriv.reports.common import data_paragraph, run_time
+from asrpriv.reports.common import data_paragraph, diff_ci, interval, runtime_paragraph, with_interval
 from asrpriv.sanitize.spans import read_spans
 from asrpriv.wer.alignment import sclite_align
 
@@ -147,6 +159,136 @@ def _helper(argv: list[str]) -> int:
     return 2
 
 
+def sentence_parts(perword: str, inside: set[tuple[str, int]]) -> dict:
+    """The per-sentence totals of a ``perplexity --per-word`` file: ``ids``, ``lp`` (log-prob
+    sums) and ``tok`` (tokens) of every sentence, and ``ent_lp`` / ``ent_n`` (the sums and counts
+    over its entity words: the (utt, 0-based position) pairs of INSIDE)."""
+    from asrpriv.mixture.report import read_sentence_totals
+
+    ids, lp, tok = read_sentence_totals(perword)
+    pos = {u: k for k, u in enumerate(ids)}
+    ent_lp, ent_n = [0.0] * len(ids), [0] * len(ids)
+    with open(perword, encoding="utf-8", newline="") as f:
+        for r in csv.DictReader(f, delimiter="\t"):
+            if (r["utt_id"], int(r["position"]) - 1) in inside:
+                k = pos[r["utt_id"]]
+                ent_lp[k] += float(r["ln_p"])
+                ent_n[k] += 1
+    return {"ids": ids, "lp": lp, "tok": tok, "ent_lp": ent_lp, "ent_n": ent_n}
+
+
+def ppl_interval(parts: dict, resamples: int | None, seed: int | None, entity: bool = False) -> tuple:
+    """(ppl, low, high) of the dev perplexity (or, with ENTITY, of the entity-word perplexity:
+    over the sentences that hold entity words) by resampling sentences; low/high None without
+    RESAMPLES."""
+    from asrpriv.mixture.report import bootstrap_perplexity
+
+    if entity:
+        keep = [k for k, n in enumerate(parts["ent_n"]) if n]
+        lp = [parts["ent_lp"][k] for k in keep]
+        tok = [parts["ent_n"][k] for k in keep]
+    else:
+        lp, tok = parts["lp"], parts["tok"]
+    if not len(lp):
+        return math.nan, None, None
+    if not resamples:
+        return math.exp(-sum(lp) / sum(tok)), None, None
+    b = bootstrap_perplexity(lp, tok, resamples, seed=seed)
+    return b["ppl"], b["ppl_low"], b["ppl_high"]
+
+
+def ppl_diff(a: dict, b: dict, resamples: int | None, seed: int | None) -> str:
+    """'ppl +0.7 [+0.3, +1.1]': the paired difference of two systems' dev perplexities (A - B)
+    with its bootstrap interval over the same sentences ('' when they scored different ones)."""
+    from asrpriv.mixture.report import bootstrap_perplexity
+
+    if list(a["ids"]) != list(b["ids"]) or not resamples:
+        return ""
+    r = bootstrap_perplexity(a["lp"], a["tok"], resamples, seed=seed, logprob_b=b["lp"])
+    return f"ppl {with_interval(r['diff'], r['diff_low'], r['diff_high'], 1, signed=True)}"
+
+
+def compare_cell(report: dict | None, base: str, ppl_cell: str = "") -> str:
+    """The cell of one paired comparison against BASE: 'vs BASE: WER +0.12 [-0.10, +0.31],
+    p=0.28; ppl +0.7 [+0.3, +1.1]' from a score-wer --compare (--bootstrap) report; * = MAPSSWE
+    significant at its alpha. Without a report: 'vs BASE: not tested'."""
+    if report is None or "compare" not in report:
+        return f"vs {base}: not tested"
+    c = report["compare"]
+    boot = report.get("bootstrap") or {}
+    wer = diff_ci(boot) if boot.get("diff") is not None else f"{c['wer_a'] - c['wer_b']:+.2f}"
+    cell = f"vs {base}: WER {wer}, p={c['p_value']:.2g}{' *' if c['significant'] else ''}"
+    return cell + (f"; {ppl_cell}" if ppl_cell else "")
+
+
+def best_sentence(best: str, other: str, m: dict, labels: dict, wer_vs: dict | None,
+                  resamples: int | None, seed: int | None) -> list[str]:
+    """The generated text of the 'best system' test: the model of lowest dev WER against the next
+    lowest (paired: MAPSSWE and the bootstrap interval of the difference), and the model of lowest
+    dev perplexity against the next lowest (the paired bootstrap interval of the difference)."""
+    from asrpriv.mixture.report import bootstrap_perplexity
+
+    lines = []
+    if best and other:
+        b, o = m[best], m[other]
+        head = (f"Lowest dev WER of the {len(m)} models: `{best}` ({labels.get(best, best)}), "
+                f"{_wer(b)}; the next lowest: `{other}` ({labels.get(other, other)}), {_wer(o)}. ")
+        if wer_vs is None or "compare" not in wer_vs:
+            lines.append(head + "The two were not compared: no model is shown to be the best by WER.")
+        else:
+            c = wer_vs["compare"]
+            boot = wer_vs.get("bootstrap") or {}
+            d = (f"{diff_ci(boot)} points (paired bootstrap 95% interval)" if boot.get("diff") is not None
+                 else f"{c['wer_a'] - c['wer_b']:+.2f} points")
+            verdict = (f"significant at {c.get('alpha', 0.05)}: `{best}` has the lowest dev WER of the models here, "
+                       "significantly below the next lowest (the others are higher still; not tested one by one)"
+                       if c["significant"] and c["wer_a"] < c["wer_b"] else
+                       f"not significant at {c.get('alpha', 0.05)}: no model is shown to be the best by WER here")
+            lines.append(head + f"`{best}` minus `{other}`: {d}, MAPSSWE p = {c['p_value']:.2g}, {verdict}.")
+    order = sorted(m, key=lambda n: (m[n]["ppl"], n))
+    if len(order) >= 2:
+        p1, p2 = order[0], order[1]
+        a, b = m[p1], m[p2]
+        text = (f"Lowest dev perplexity: `{p1}` ({labels.get(p1, p1)}), {_ppl(a)}; the next lowest: "
+                f"`{p2}` ({labels.get(p2, p2)}), {_ppl(b)}")
+        if resamples and list(a["parts"]["ids"]) == list(b["parts"]["ids"]):
+            r = bootstrap_perplexity(a["parts"]["lp"], a["parts"]["tok"], resamples, seed=seed,
+                                     logprob_b=b["parts"]["lp"])
+            shown = r["diff_high"] < 0
+            text += (f"; `{p1}` minus `{p2}`: "
+                     f"{with_interval(r['diff'], r['diff_low'], r['diff_high'], 1, signed=True)} (paired bootstrap "
+                     f"95% interval over sentences: {'excludes 0' if shown else 'includes 0, so the two are not told apart'})")
+        else:
+            text += "; the two were not compared"
+        if abs(a["oov"] - b["oov"]) >= 0.005:
+            text += (f". Their OOV rates differ ({a['oov']:.2f}% vs {b['oov']:.2f}%): an OOV is scored as "
+                     "each model's <unk>, so these perplexities are not strictly comparable")
+        lines.append(text + ".")
+    return lines
+
+
+def _wer(r: dict) -> str:
+    return f"WER {r['wer']:.2f}%" + (f" {interval(r['wer_lo'], r['wer_hi'])}" if r["wer_lo"] is not None else "")
+
+
+def _ppl(r: dict) -> str:
+    return f"perplexity {r['ppl']:.1f}" + (f" {interval(r['ppl_lo'], r['ppl_hi'], 1)}" if r["ppl_lo"] is not None else "") \
+        + f" (OOV {r['oov']:.2f}%)"
+
+
+def below(m: dict, ref: str) -> str:
+    """The models whose dev perplexity is below REF's, lowest first (the sentence that replaced a
+    hand-written 'the only model below ...' claim)."""
+    if ref not in m:
+        return ""
+    low = sorted((n for n in m if m[n]["ppl"] < m[ref]["ppl"]), key=lambda n: (m[n]["ppl"], n))
+    if not low:
+        return f"No model has a dev perplexity below `{ref}`'s {m[ref]['ppl']:.1f}."
+    listed = ", ".join(f"`{n}` {m[n]['ppl']:.1f} (OOV {m[n]['oov']:.2f}%)" for n in low)
+    return (f"{len(low)} of the {len(m)} models have a dev perplexity below `{ref}`'s {m[ref]['ppl']:.1f} "
+            f"(OOV {m[ref]['oov']:.2f}%), as point values: {listed}.")
+
+
 def main(argv: list[str] | None = None) -> int:
     if argv is None:
         argv = sys.argv[1:]
@@ -163,118 +305,158 @@ def main(argv: list[str] | None = None) -> int:
               for p in range(s.start, s.end)}
     systems = sorted(f[:-4] for f in os.listdir(f"{out}/lm") if f.endswith(".sys"))
 
+    def load(path: str) -> dict | None:
+        return json.load(open(path)) if os.path.exists(path) else None
+
+    # the bootstrap of every interval: score-wer's resamples and seed (the recipe's BOOTSTRAP, SEED)
+    boot0 = next((b for s in systems for b in [(load(f"{ev}/{s}.wer.json") or {}).get("bootstrap")] if b), None)
+    resamples, bseed = (boot0["resamples"], boot0["seed"]) if boot0 else (None, None)
+
     def measure(name: str) -> dict:
+        from asrpriv.wer.bootstrap import bootstrap
+
         ppl = json.load(open(f"{ev}/{name}.ppl.json"))
         wer = json.load(open(f"{ev}/{name}.wer.json"))
-        lp = [float(r["ln_p"]) for r in csv.DictReader(open(f"{ev}/{name}.perword.tsv"), delimiter="\t")
-              if (r["utt_id"], int(r["position"]) - 1) in inside]
+        parts = sentence_parts(f"{ev}/{name}.perword.tsv", inside)
+        _p, lo, hi = ppl_interval(parts, resamples, bseed)
+        eppl, elo, ehi = ppl_interval(parts, resamples, bseed, entity=True)
         hyp = {l.split()[0]: l.split()[1:] for l in open(f"{ev}/{name}.best.txt") if l.strip()}
-        n = err = 0
+        errs, counts = [], []
         for u in spans:
             ok = {a for op, a, _b in sclite_align(ref[u], hyp.get(u, [])) if op == "C"}
-            for p in range(len(ref[u])):
-                if (u, p) in inside:
-                    n += 1
-                    err += p not in ok
-        return {"ppl": ppl["ppl"], "oov": 100 * ppl.get("oov_rate", 0.0), "eppl": math.exp(-sum(lp) / len(lp)),
-                "wer": wer["wer"], "ent": 100 * err / n, "n_ent": n, "errors": wer.get("errors")}
+            at = [p for p in range(len(ref[u])) if (u, p) in inside]
+            counts.append(len(at))
+            errs.append(sum(p not in ok for p in at))
+        n = sum(counts)
+        ent = 100 * sum(errs) / n if n else math.nan
+        ent_lo = ent_hi = None
+        if resamples and n:
+            eb = bootstrap(errs, counts, resamples, seed=bseed)
+            ent_lo, ent_hi = eb.wer_low, eb.wer_high
+        wb = wer.get("bootstrap") or {}
+        return {"ppl": ppl["ppl"], "ppl_lo": lo, "ppl_hi": hi, "oov": 100 * ppl.get("oov_rate", 0.0),
+                "eppl": eppl, "eppl_lo": elo, "eppl_hi": ehi, "wer": wer["wer"],
+                "wer_lo": wb.get("wer_low"), "wer_hi": wb.get("wer_high"),
+                "ent": ent, "ent_lo": ent_lo, "ent_hi": ent_hi, "n_ent": n, "parts": parts}
 
     m = {s: measure(s) for s in systems}
-    # the paper's "best system" claim, tested: each mixture of Table 5 against the single model of
-    # Tables 2-4 with the lowest dev WER (the strongest baseline, whichever kind it is)
-    single = sorted((s for s in systems if not s.startswith("T5")), key=lambda s: (m[s]["wer"], s))
-    best = single[0] if single else ""
 
-    def compare_best(name: str, base: str, path: str) -> None:
-        """score-wer --compare of NAME against BASE (in-process, the same sclite alignment and
-        MAPSSWE), written beside the recipe's comparisons as NAME.vs.BASE.json."""
-        from asrpriv.wer.report import score
-        from asrpriv.wer.transcripts import Normalizer, read_transcript
+    def named(path: str) -> str:
+        return open(path).read().strip() if os.path.exists(path) else ""
 
-        norm = Normalizer()
-        ref_t = read_transcript(f"{data}/dev/ref.txt", "auto", norm, "text")
-        hyp_t = read_transcript(f"{ev}/{name}.best.txt", "auto", norm, "pred_text")
-        other = read_transcript(f"{ev}/{base}.best.txt", "auto", norm, "pred_text")
-        with open(path, "w", encoding="utf-8") as f:
-            json.dump({"compare": score(ref_t, hyp_t, norm, compare=other).compare}, f, indent=2)
+    best_single, best_all, best_other = (named(f"{ev}/best_{k}.txt") for k in ("single", "all", "other"))
+    labels: dict[str, str] = {}
+
+    tests: list[bool] = []     # the MAPSSWE tests shown in the tables: significant or not
 
     def vs(name: str, base: str) -> str:
-        path = f"{ev}/{name}.vs.{base}.json"
-        if not os.path.exists(path) and name.startswith("T5") and base == best:
-            compare_best(name, base, path)
-        if not os.path.exists(path):
-            return "–"
-        c = json.load(open(path))["compare"]
-        wa, wb = m[name]["wer"], c["wer_b"]
-        star = " *" if c["significant"] else ""
-        relative = f"{100 * (wa - wb) / wb:+.1f}% rel." if wb else "baseline WER 0"
-        return f"{wa - wb:+.2f} ({relative}), p={c['p_value']:.2g}{star}"
+        rep = load(f"{ev}/{name}.vs.{base}.json")
+        if rep and "compare" in rep:
+            tests.append(bool(rep["compare"]["significant"]))
+        return compare_cell(rep, base,
+                            ppl_diff(m[name]["parts"], m[base]["parts"], resamples, bseed) if base in m else "")
 
-    def row(label: str, name: str, paper: tuple | None, bases: tuple[str, ...]) -> str:
+    def cell(value: float, lo, hi, digits: int) -> str:
+        if value != value:
+            return "–"
+        return with_interval(value, lo, hi, digits) if lo is not None else f"{value:.{digits}f}"
+
+    def row(label: str, name: str, paper: tuple | None, bases: tuple[str, ...], extra: str | None = None) -> str:
+        labels[name] = label
         r = m[name]
-        cells = [label, f"{r['ppl']:.1f} ({r['oov']:.2f})", f"{r['eppl']:.0f}", f"{r['wer']:.2f}",
-                 f"{r['ent']:.1f}"] + [vs(name, b) if b != name else "(baseline)" for b in bases]
+        cells = [f"{label} (`{name}`)", cell(r["ppl"], r["ppl_lo"], r["ppl_hi"], 1), f"{r['oov']:.2f}",
+                 cell(r["eppl"], r["eppl_lo"], r["eppl_hi"], 0), cell(r["wer"], r["wer_lo"], r["wer_hi"], 2),
+                 cell(r["ent"], r["ent_lo"], r["ent_hi"], 1)]
+        cells += [vs(name, b) if b != name else "(the baseline)" for b in bases]
+        if extra is not None:
+            cells.append(extra)
         cells += [f"{paper[0]}" if paper else "–", f"{paper[1]}" if paper else "–"]
         return "| " + " | ".join(cells) + " |"
 
-    head = ("| model | dev ppl (OOV %) | entity-word ppl | WER % | entity-word err % | {} | paper WER % | paper PPL |\n"
-            "|---|---|---|---|---|{}---|---|")
+    def head(*bases: str) -> str:
+        cols = ["model (system)", "dev ppl", "OOV %", "entity-word ppl", "WER %", "entity-word err %",
+                *bases, "paper WER %", "paper PPL"]
+        return "| " + " | ".join(cols) + " |\n" + "|" + "---|" * len(cols)
+
     kinds = [k for k in ("M1", "M2", "M3", "M4") if f"{k}_original" in m]
+    orig_col, san_col = "vs the original-data model of the same kind", "vs the unadapted sanitized model of the same kind"
     t = []
     t.append("## Table 2: trained on T sanitized vs T original (no adaptation)\n")
-    t.append(head.format("WER vs original-data model of the same kind (MAPSSWE)", "---|"))
+    t.append(head(orig_col))
     for k in kinds:
         t.append(row(f"{KIND[k]}, original", f"{k}_original", PAPER2[k][1], (f"{k}_original",)))
         t.append(row(f"{KIND[k]}, sanitized", f"{k}_sanitized", PAPER2[k][0], (f"{k}_original",)))
-    bases = "WER vs original-data model of the same kind | WER vs the unadapted sanitized model of the same kind"
     adapted = {"M1": "M1_fma{}", "M2": "M2_fma{}", "M3": "M3_fma{}", "M4": "M4_ft{}"}
     how = {"M1": "FMA", "M2": "FMA (class marginals)", "M3": "FMA", "M4": "output-layer fine-tuning"}
     t.append("\n## Table 3: sanitized models adapted on the untransformed adaptation set\n")
-    t.append(head.format(bases, "---|---|"))
+    t.append(head(orig_col, san_col))
     for f in fracs:
         for k in kinds:
             name = adapted[k].format(f)
             if name in m:
                 t.append(row(f"{k} + {how[k]}, {f}%", name, PAPER3[k].get(f), (f"{k}_original", f"{k}_sanitized")))
     t.append("\n## Table 4: adaptation set added to the sanitized training text instead\n")
-    t.append(head.format(bases, "---|---|"))
+    t.append(head(orig_col, san_col, "vs the Table 3 adaptation of the same kind on the same set"))
     for f in fracs:
         for k in kinds:
             name = f"{k}_add{f}"
             if name in m:
+                a = adapted[k].format(f)
                 t.append(row(f"{k} trained on T sanitized + {f}% original", name, PAPER4[k].get(f),
-                             (f"{k}_original", f"{k}_sanitized")))
+                             (f"{k}_original", f"{k}_sanitized"),
+                             vs(name, a) if a in m else f"vs {a}: no such model"))
     t.append(f"\n## Table 5: adapted models ({fracs[0]}%) interpolated: EM weights on the held-out slice, "
              "and the paper's fixed weights (003 Eq. 3: lambda_w 0.3, lambda_c 0.7, lambda_n 0.4)\n")
-    t.append(f"Last column: the paper's \"best system\" claim tested, each mixture against the single "
-             f"model of Tables 2-4 with the lowest dev WER ({best}, {m[best]['wer']:.2f}%) by MAPSSWE.\n"
-             if best else "")
-    t.append(head.format("WER vs original-data model of the richest kind in the mix | "
-                         "WER vs that kind's unadapted sanitized model | "
-                         f"WER vs the best single model ({best})", "---|---|---|"))
+    if best_single:
+        t.append(f"The paper's \"best system\" claim, tested: each mixture against the single model of Tables 2-4 "
+                 f"with the lowest dev WER (`{best_single}`, {m[best_single]['wer']:.2f}%), and each mixture with "
+                 "the paper's weights against the same mixture with EM weights.\n")
+    t.append(head("vs the original-data model of the richest kind in the mix", "vs that kind's unadapted sanitized model",
+                  f"vs the single model of lowest dev WER ({best_single or 'not picked'})",
+                  "vs the same mixture with EM weights"))
     wl = []
     for mix, (label, bases5) in {"M1+M2": ("M1 + M2", ("M2_original", "M2_sanitized")),
                                  "M1+M2+M3": ("M1 + M2 + M3", ("M3_original", "M3_sanitized")),
                                  "M1+M2+M4": ("M1 + M2 + M4", ("M4_original", "M4_sanitized"))}.items():
         name = f"T5_{mix}"
+        single = (best_single,) if best_single else ()
         if name in m:
             w = json.load(open(f"{out}/lm/{name}.json"))["weights"]
             wl.append(f"{label}: " + ", ".join(f"{x:.3f}" for x in w))
-            t.append(row(f"{label}, EM weights (vs {bases5[0]} / {bases5[1]} / {best})", name, PAPER5[name],
-                         bases5 + (best,)))
+            t.append(row(f"{label}, EM weights", name, PAPER5[name], bases5 + single, "(the reference)"))
         if f"T5p_{mix}" in m:
-            t.append(row(f"{label}, the paper's weights (vs {bases5[0]} / {bases5[1]} / {best})", f"T5p_{mix}",
-                         PAPER5[name], bases5 + (best,)))
+            t.append(row(f"{label}, the paper's weights", f"T5p_{mix}", PAPER5[name], bases5 + single,
+                         vs(f"T5p_{mix}", name) if name in m else f"vs {name}: no such model"))
+    t.append("\n## The lowest WER and the lowest perplexity, tested\n")
+    found = best_sentence(best_all, best_other, m, labels, load(f"{ev}/{best_all}.vs.{best_other}.json")
+                          if best_all and best_other else None, resamples, bseed) + [below(m, "M1_original")]
+    t += [f"- {line}" for line in found if line]
     n_ent = next(iter(m.values()))["n_ent"]
     key = dict(l.rstrip("\n").split("=", 1) for l in open(f"{out}/settings.key") if "=" in l)
     top = key.get("top", "0")
+    intervals = (f"Intervals: 95% percentile bootstrap, {resamples} resamples, seed {bseed}: the WER over dev "
+                 "utterances (score-wer --bootstrap), the entity-word error rate over the same utterances "
+                 "(asrpriv.wer.bootstrap on their entity-word errors and counts), the dev perplexity over "
+                 "sentences (each with its log-probability sum and token count: perplexity --bootstrap's "
+                 "asrpriv.mixture.report.bootstrap_perplexity), the entity-word perplexity over the sentences "
+                 "that hold entity words. Every comparison cell is paired, this row minus the named baseline "
+                 "(`vs NAME`): the WER difference in points with its paired bootstrap interval and the MAPSSWE "
+                 "p (score-wer --compare, sc_stats' test; * = significant at 0.05), then the dev perplexity "
+                 f"difference with its paired bootstrap interval over the same sentences. No correction for "
+                 f"multiple comparisons: of the {len(tests)} MAPSSWE tests in the tables, {sum(tests)} have p < 0.05, "
+                 f"where about {len(tests) / 20:.1f} would by chance alone if no difference were real."
+                 if resamples else
+                 "No bootstrap in this run's scores (intervals left out). MAPSSWE: score-wer --compare "
+                 "(sc_stats' test), * = significant at 0.05; every comparison cell is this row minus the named "
+                 "baseline.")
     hdr = [f"# Sanitized-text LMs: paper 003 Tables 2-5 ({'reduced' if reduced == '1' else 'full'} run)", "",
-           run_time(int(secs), out, "lm/*.sys") + ".", "",
+           runtime_paragraph(out, int(secs), "lm/*.sys"), "",
            data_paragraph(data) + " The LMs are trained on the AMI transcripts; only the WER columns "
            "rest on the synthetic speech's N-best lists.", "",
            f"Split of `train_text` ({split['words']} words) by whole meetings (shuffled, seed {seed}): training "
            f"set T = {split['train']} words; held-out slice {split['heldout']} words (original text, "
-           "used only for the EM weights of Table 5); adaptation sets (original text, nested, disjoint from T): "
+           "used for the FMA betas, the NNLM's validation and the EM weights of Table 5); adaptation sets (original text, nested, "
+           "disjoint from T): "
            + ", ".join(f"{f}% -> {split[f'adapt{f}']} words ({100 * split[f'adapt{f}'] / split['train']:.1f}% of T)"
                        for f in fracs) + ".",
            f"sanitize keep={keep}, seed={seed} (seeded: repeatable, NOT private); classes PER LOC ORG TIME NUM. "
@@ -290,8 +472,11 @@ def main(argv: list[str] | None = None) -> int:
            f"rescored{' (their first ' + top + ' hypotheses, --reduced)' if top != '0' else ''} "
            "with each model replacing the first-pass LM (lm weight 6.5, word penalty ln 0.65 for "
            "all, not tuned): the first pass is fixed, so every model here is second-pass, unlike the "
-           "paper's single-pass M1-M3. MAPSSWE: score-wer --compare (sc_stats' test), * = significant at "
-           "0.05; every Δ cell is this row minus the named baseline, rel. = relative to the baseline.",
+           "paper's single-pass M1-M3.",
+           intervals,
+           "System names: M1-M4 the kind; `_original` / `_sanitized` trained on T original / sanitized; "
+           "`_fmaF` / `_ftF` adapted on the F% set (Table 3); `_addF` trained on T sanitized + the F% set "
+           "(Table 4); `T5_` a mixture with EM weights, `T5p_` with the paper's (Table 5).",
            "The paper's numbers (a Kaldi TDNN recognizer with lattices, its own AMI split of 802k training "
            "words, spaCy-tagged entities incl. MISC) are beside ours for shape only: a different recognizer "
            "and data, not comparable in level.",
