@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import math
+import subprocess
+import sys
 import pickle
 from collections import Counter
 
@@ -186,3 +188,25 @@ def test_dropout_rate_scale_and_repeatability():
     drop.eval()
     assert drop(x) is x
     assert Dropout(0.0).train()(x) is x
+
+
+def test_vocabulary_from_an_asrpriv_arpa_with_its_metadata_header(tmp_path):
+    """`finetune-lm --vocab LM.arpa` on an ARPA written by train-ngram (which opens with '#'
+    metadata lines): the vocabulary is the 1-grams, not every line's first field (a bug made it
+    every n-gram line's log-prob: a 17x output layer)."""
+    from asrpriv.nnlm.vocab import SPECIALS, read_word_list
+
+    text = tmp_path / "t.txt"
+    text.write_text("u1 a b c\nu2 b c d\nu3 c d a b\n")
+    arpa = tmp_path / "m.arpa"
+    run = subprocess.run([sys.executable, "-m", "asrpriv", "train-ngram", "-q", "--ids", "--discount-fallback", str(text),
+                          "-o", str(arpa)], capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+    assert arpa.read_text().startswith("#")            # the metadata header this test is about
+    vocab = read_word_list(str(arpa))
+    words = [w for w in vocab.words if w not in SPECIALS]
+    assert sorted(words) == ["a", "b", "c", "d"]
+    # a plain word list whose words start with '#' keeps them
+    plain = tmp_path / "words.txt"
+    plain.write_text("#tag\nhello\n")
+    assert [w for w in read_word_list(str(plain)).words if w not in SPECIALS] == ["#tag", "hello"]

@@ -93,14 +93,21 @@ def read_word_list(path: str) -> Vocabulary:
     from asrpriv.io.lines import iter_lines
 
     words: dict[str, None] = {}
-    arpa: bool | None = None  # known at the first non-blank line
-    section = False
+    arpa: bool | None = None  # known at the first non-blank line that is not a '#' line
+    leading: list[str] = []   # '#' lines before it: asrpriv's metadata header of an ARPA file,
+    section = False           # or words of a plain list (then kept)
     for lineno, line in iter_lines(path):
         text = line.strip()
         if not text:
             continue
         if arpa is None:
+            if text.startswith("#"):
+                leading.append(text)
+                continue
             arpa = text == "\\data\\"
+            if not arpa:
+                for held in leading:
+                    words[held.split()[0]] = None
             if arpa:
                 continue
         if not arpa:
@@ -114,6 +121,9 @@ def read_word_list(path: str) -> Vocabulary:
             if len(fields) < 2:
                 raise InputError(path, lineno, f"bad 1-gram line {text[:40]!r}")
             words[fields[1]] = None
+    if arpa is None:                       # nothing but '#' lines: a plain list of them
+        for held in leading:
+            words[held.split()[0]] = None
     kept = [w for w in words if w not in SPECIALS]
     if not kept:
         raise InputError(path, None, "no words: expected one word a line or an ARPA file")
