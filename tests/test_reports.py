@@ -169,6 +169,20 @@ def test_leakage_report_names_data_and_draws_the_plot(tmp_path):
     text = (tmp_path / "results.md").read_text()
     assert NAME in text and "on AMI\n" not in text.splitlines()[0] and "Run time 9 s" in text
     assert (tmp_path / "leakage_vs_noise.png").stat().st_size > 1000
+    assert "## Scale" not in text                               # no deltas in this OUT
+    # issue 29: the per-item cost from the delta files' times (set by hand), 004's 2,745 items projected
+    t0 = time.time() - 1000
+    (tmp_path / "deltas-e1").mkdir()
+    for i in range(5):                                          # 5 items, one every 3 s, 1 MB each
+        f = tmp_path / "deltas-e1" / f"S{i}_1.delta.pt"
+        f.write_bytes(b"x" * 1_000_000)
+        os.utime(f, (t0 + 3 * i, t0 + 3 * i))
+    (tmp_path / "deltas-e1.key").write_text("k\n")
+    assert leakage.delta_costs(str(tmp_path), [1, 3]) == [(1, 5, 3.0, 1e6)]
+    assert leakage.main(args) == 0
+    text = (tmp_path / "results.md").read_text()
+    assert section_rows(text, "## Scale") == [["after epoch 1", "5", "3.00", "1.0", f"{2745 * 3 / 3600:.1f}", "3"]]
+    assert f"{(2745 / 5) ** 2:,.0f}x this run's" in text
 
 
 def _fl_out(tmp_path: Path) -> Path:
@@ -244,6 +258,37 @@ def test_fl_report_curve_short_table_dp_means_and_parts(tmp_path):
     assert "(1) `ROUNDS=3 bin/fl-finetune-experiment --reduced D O [stopped: exit 143]`: 3000 s" in text
     assert "Run time 3040 s = 50 min 40 s, the sum of the 2 parts" in text
     assert "Run time 40 s" not in text and "LOWER BOUND" not in text
+
+
+def test_fl_report_scale_section_times_rows_from_their_artefacts(tmp_path):
+    """Issue 29: each FL row's federated cost from its cohort files and final model (times set by
+    hand), and paper 001's 1,000 x 100 client updates projected from the median per update."""
+    out = _fl_out(tmp_path)
+    t0 = time.time() - 10_000
+    for name, clients, seconds in (("fl-token", ["ES2002a", "IS1000b"], 30.0), ("dp-token-z0.5-d1", ["TS3003a"], 45.0)):
+        d = out / "fl" / name
+        d.mkdir(parents=True)
+        for t in (1, 2, 3):                              # 3 rounds: 2 + 2 + 2 updates, or 1 + 1 + 1
+            (d / f"clients-{t}.txt").write_text("\n".join(clients) + "\n")
+            os.utime(d / f"clients-{t}.txt", (t0 + 10 * (t - 1), t0 + 10 * (t - 1)))
+        model = out / "models" / f"{name}.pt"
+        model.parent.mkdir(exist_ok=True)
+        model.write_bytes(b"m")
+        os.utime(model, (t0 + seconds, t0 + seconds))
+    (out / "models" / "pretrained.pt").write_bytes(b"m")       # no cohorts: not an FL row
+    (out / "data").mkdir(exist_ok=True)
+    (out / "data" / "adapt.conf.tsv").write_text("utt_id\tclient\tx\n" + "".join(
+        f"u{i}\t{'A' if i < 5 else 'B'}\tx\n" for i in range(8)))
+    assert [r[:3] for r in fl.round_costs(str(out))] == [("dp-token-z0.5-d1", 3, 3), ("fl-token", 3, 6)]
+    assert fl.main(_fl_args(out)) == 0
+    text = (out / "results.md").read_text()
+    rows = section_rows(text, "## Scale")
+    assert rows == [["dp-token-z0.5-d1", "3", "3", "45", "15.0", "15.00"],
+                    ["FL fine-tuned (token weighted)", "3", "6", "30", "10.0", "5.00"]]
+    median = (15.0 + 5.0) / 2                            # s per client update
+    assert f"median of {median:.2f} s per client update (range 5.00-15.00" in text
+    assert f"about {1000 * 100 * median / 3600:,.0f} h on one core" in text
+    assert "4 utterances each on average (8 over 2 meetings)" in text
 
 
 def test_fl_report_without_runtime_file_and_one_draw(tmp_path):

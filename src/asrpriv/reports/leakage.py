@@ -251,10 +251,57 @@ def main(argv: list[str] | None = None) -> int:
              "A probe AUC *below* 0.5 with an interval below 0.5 is not signal: with speaker-grouped folds on a balanced "
              "set, holding out one speaker's items tilts the training set towards the other gender, so a probe that "
              "learned nothing predicts the held-out gender wrongly (read such rows as chance).\n")
+    _scale_section(L, out, epochs)
     with open(os.path.join(out, "results.md"), "w", encoding="utf-8") as f:
         f.write("\n".join(L))
     plot(out, points, data_name(a.data))
     return 0
+
+
+#: paper 004's number of items (its §4.3: 4 sub-talks of ~700 TED talks)
+PAPER_ITEMS = 2745
+
+
+def delta_costs(out: str, epochs: list[int]) -> list[tuple[int, int, float, float]]:
+    """Per audited epoch: (epochs, items, seconds per item, bytes per item) of OUT/deltas-eN.
+
+    Items are fine-tuned one after another and each delta file is written when its item is done,
+    so (last mtime - first mtime) / (items - 1) is the wall time of one item's fine-tuning (and
+    of writing its delta). Sets with fewer than 2 deltas are left out.
+    """
+    rows = []
+    for epoch in epochs:
+        base = os.path.join(out, f"deltas-e{epoch}")
+        files = [os.path.join(base, f) for f in os.listdir(base)] if os.path.isdir(base) else []
+        files = [f for f in files if f.endswith(".delta.pt")]
+        if len(files) < 2:
+            continue
+        times = sorted(os.path.getmtime(f) for f in files)
+        size = sum(os.path.getsize(f) for f in files) / len(files)
+        rows.append((epoch, len(files), (times[-1] - times[0]) / (len(files) - 1), size))
+    return rows
+
+
+def _scale_section(L: list[str], out: str, epochs: list[int]) -> None:
+    """What the per-item fine-tuning cost here, and paper 004's 2,745 items projected (issue 29)."""
+    rows = delta_costs(out, epochs)
+    if not rows:
+        return
+    items = rows[0][1]
+    factor = PAPER_ITEMS / items
+    L.append(f"## Scale: what the items cost here, and 004's {PAPER_ITEMS:,} items projected\n")
+    L.append("Timed from the artefacts (each item's delta file is written when its fine-tuning ends: the spread of "
+             "their modification times over items - 1), one thread, on this run's machine as it ran.\n")
+    L.append(f"| Deltas | items | s per item | MB per delta | {PAPER_ITEMS:,} items: hours | {PAPER_ITEMS:,} items: GB |")
+    L.append("|---|---|---|---|---|---|")
+    for epoch, n, seconds, size in rows:
+        L.append(f"| after epoch {epoch} | {n} | {seconds:.2f} | {size / 1e6:.1f} | {PAPER_ITEMS * seconds / 3600:.1f} "
+                 f"| {PAPER_ITEMS * size / 1e9:.0f} |")
+    L.append("")
+    L.append(f"Each audit's cost grows faster than the items: cluster-weights reads every delta once (linear) and "
+             f"forms the items' Gram matrix (n^2 d multiply-adds), so at {PAPER_ITEMS:,} items the Gram term is "
+             f"{factor ** 2:,.0f}x this run's ({factor:.1f}x the items, squared). The deltas' disk (the last column, per "
+             "audited epoch) is what bounds the item count on these machines before the time does.\n")
 
 
 def names(out: str) -> list[str]:

@@ -1,0 +1,144 @@
+"""Where rescore-nbest's time goes: the measured reason behind its FLOP-rate ratio (issue 28).
+
+``bench_rescore_nbest.py`` divides the FLOPs that rescore-nbest executes by its whole time and
+compares that rate with a same-run torch matmul at its best shape (1024 x 1024 x 1024, or the
+output layer's [2048, d] x [d, V]). This script splits the same run (same model: the paper-shape
+Transformer with random weights and the AMI training vocabulary; same dev N-best lists) into:
+
+1. the whole step (read, score, combine, re-rank, write) against the scoring alone
+   (``NnlmScorer.score``), timed alternately, best of ``--repeats``;
+2. within scoring, ``torch.profiler`` self time by kind of operator: matrix products
+   (``addmm``/``mm``/``bmm``), attention, the output tiles' exponentials and sums, copies and
+   index operations, layer norms and activations, the rest;
+3. each matrix-product shape's own rate (profiler FLOPs / self time) against the same-run
+   matmul: the ceiling that the products alone put on the whole step's ratio.
+
+The printed ``ratio`` lines are measurements, not targets: the target lives in
+``bench_rescore_nbest.py`` (>= 70% of the matmul rate).
+
+    .venv/bin/python benchmarks/profile_rescore_nbest.py [--utts 300] [--threads 2] [--precision fp32]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+import time
+from collections import Counter, defaultdict
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "src"))
+AMI = os.path.join(ROOT, "examples", "data", "ami")
+
+#: operator names (torch.profiler keys) by the kind of work they do
+KINDS = {
+    "matrix products": ("aten::addmm", "aten::mm", "aten::bmm", "aten::matmul"),
+    "attention": ("aten::_scaled_dot_product_flash_attention_for_cpu",
+                  "aten::_scaled_dot_product_attention_math", "aten::_softmax"),
+    "output tiles: exp, sum, log": ("aten::exp_", "aten::exp", "aten::sum", "aten::log",
+                                    "aten::logsumexp"),
+    "copies, conversions, index ops": ("aten::copy_", "aten::index_copy_", "aten::index_select",
+                                       "aten::index_add_", "aten::cat", "aten::fill_", "aten::zero_",
+                                       "aten::gather", "aten::index", "aten::where"),
+    "norms, activations, adds": ("aten::native_layer_norm", "aten::relu_", "aten::clamp_min_",
+                                 "aten::add", "aten::add_", "aten::mul", "aten::mul_"),
+}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--utts", type=int, default=300, help="dev utterances (0 = all 986)")
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--precision", default="fp32", choices=["fp32", "bf16"])
+    args = ap.parse_args()
+
+    import torch
+    from torch.profiler import ProfilerActivity, profile
+
+    from asrpriv.io.nbest import NbestReader
+    from asrpriv.nnlm.modelfile import save_model
+    from asrpriv.nnlm.train import new_model
+    from asrpriv.nnlm.vocab import build_vocabulary
+    from asrpriv.rescore.combine import Weights
+    from asrpriv.rescore.nnlm import NnlmScorer
+    from asrpriv.rescore.pipeline import Rescorer
+    from bench_rescore_nbest import matmul_gflops
+
+    torch.set_num_threads(args.threads)
+    counts: Counter = Counter()
+    with open(os.path.join(AMI, "train_text"), encoding="utf-8") as f:
+        for line in f:
+            counts.update(line.split()[1:])
+    vocab = build_vocabulary(counts, None)
+    model, config = new_model("transformer", vocab, seed=0)
+    tmp = tempfile.mkdtemp()
+    model_path = os.path.join(tmp, "profile.pt")
+    save_model(model_path, model, vocab, config)
+    lines = open(os.path.join(AMI, "dev", "nbest.tsv"), encoding="utf-8").read().splitlines(keepends=True)
+    keep, seen = [lines[0]], set()
+    for line in lines[1:]:
+        utt = line.split("\t", 1)[0]
+        if utt not in seen and args.utts and len(seen) == args.utts:
+            break
+        seen.add(utt)
+        keep.append(line)
+    nbest = os.path.join(tmp, "slice.tsv")
+    open(nbest, "w", encoding="utf-8").write("".join(keep))
+    utts = list(NbestReader(nbest))
+    scorer = NnlmScorer(model_path, precision=args.precision)
+    seqs = [scorer.encode(h.words) for u in utts for h in u.hyps]
+    groups = [i for i, u in enumerate(utts) for _ in u.hyps]
+    scorer.score(seqs[:200], groups[:200])  # warm-up
+    print(f"model: transformer {config}  |V|={len(vocab)}  threads={args.threads} precision={args.precision}")
+    print(f"data: {len(utts)} AMI dev utterances (synthetic speech: flite + pocketsphinx), {len(seqs)} hypotheses")
+
+    # 1. the whole step against the scoring alone
+    whole = score = float("inf")
+    for _ in range(args.repeats):
+        t = time.perf_counter()
+        Rescorer(Weights(), nnlm=scorer).run([nbest], open(os.devnull, "w"))
+        whole = min(whole, time.perf_counter() - t)
+        t = time.perf_counter()
+        scorer.score(seqs, groups)
+        score = min(score, time.perf_counter() - t)
+    print(f"whole step {whole:.2f} s, scoring alone {score:.2f} s: scoring is {100 * score / whole:.0f}% "
+          f"of the step (the rest: reading, combining, re-ranking, writing the TSV)")
+
+    # 2. and 3. the scoring's operators
+    with profile(activities=[ProfilerActivity.CPU], record_shapes=True, with_flops=True) as prof:
+        scorer.score(seqs, groups)
+    by_kind: dict[str, float] = defaultdict(float)
+    products = []
+    total = 0.0
+    for event in prof.key_averages(group_by_input_shape=True):
+        seconds = event.self_cpu_time_total / 1e6
+        total += seconds
+        kind = next((k for k, names in KINDS.items() if event.key in names), "other (Python, small ops)")
+        by_kind[kind] += seconds
+        if kind == "matrix products" and event.flops:
+            products.append((seconds, event.flops, event.count, event.input_shapes))
+    dtype = "bfloat16" if args.precision == "bf16" else "float32"
+    d, v = config["emb_dim"], config["vocab_size"]
+    ref = max(matmul_gflops(args.threads, "cpu", 2048, d, v, 5, dtype),
+              matmul_gflops(args.threads, "cpu", 1024, 1024, 1024, 10, dtype))
+    print(f"scoring's profiled self time {total:.2f} s, by kind of operator:")
+    for kind, seconds in sorted(by_kind.items(), key=lambda kv: -kv[1]):
+        print(f"  {kind:34s} {seconds:7.3f} s  {100 * seconds / total:5.1f}%")
+    flops = sum(f for _s, f, _c, _shape in products)
+    seconds = sum(s for s, _f, _c, _shape in products)
+    print(f"same-run torch {dtype} matmul: {ref:.1f} GFLOP/s")
+    print(f"matrix products alone: {flops / seconds / 1e9:.1f} GFLOP/s -> ratio {100 * flops / seconds / 1e9 / ref:.0f}% "
+          f"of the matmul rate (their shapes: K = d = {d} or the FFN's width)")
+    for s, f, count, shape in sorted(products, key=lambda p: -p[0])[:6]:
+        print(f"  {s:6.3f} s {f / s / 1e9:6.1f} GFLOP/s  x{count:<4d} {shape}")
+    share = by_kind["matrix products"] / total
+    print(f"ceiling from the products alone: {100 * share * flops / seconds / 1e9 / ref:.0f}% of the matmul rate "
+          f"= their share of the time ({100 * share:.0f}%) x their own rate's ratio; the whole step adds "
+          f"its {100 * (1 - score / whole):.0f}% outside scoring")
+
+
+if __name__ == "__main__":
+    main()
