@@ -283,7 +283,7 @@ def test_fl_report_scale_section_times_rows_from_their_artefacts(tmp_path):
     assert fl.main(_fl_args(out)) == 0
     text = (out / "results.md").read_text()
     rows = section_rows(text, "## Scale")
-    assert rows == [["dp-token-z0.5-d1", "3", "3", "45", "15.0", "15.00"],
+    assert rows == [["DP token weighted, z = 0.5, draw 1", "3", "3", "45", "15.0", "15.00"],
                     ["FL fine-tuned (token weighted)", "3", "6", "30", "10.0", "5.00"]]
     median = (15.0 + 5.0) / 2                            # s per client update
     assert f"median of {median:.2f} s per client update (range 5.00-15.00" in text

@@ -232,6 +232,15 @@ def round_costs(out: str) -> list[tuple[str, int, int, float]]:
     return rows
 
 
+def _row_label(name: str) -> str:
+    """A row's label; a DP row (dp-MODE-zZ-dD) as 'DP MODE, z = Z, draw D'."""
+    if name.startswith("dp-") and "-z" in name and "-d" in name:
+        mode, rest = name[3:].split("-z", 1)
+        z, draw = rest.rsplit("-d", 1)
+        return f"DP {MODE_LABEL.get(mode, mode)}, z = {z}, draw {draw}"
+    return LABELS.get(name, name)
+
+
 def _utterances_per_client(out: str) -> str:
     """'N utterances each on average (U over C meetings)' from OUT/data/adapt.conf.tsv."""
     path = os.path.join(out, "data", "adapt.conf.tsv")
@@ -260,7 +269,7 @@ def _scale_section(L: list[str], out: str, a) -> None:
     L.append("| Row | rounds | client updates | wall s | s per round | s per client update |")
     L.append("|---|---|---|---|---|---|")
     for (name, rounds, updates, seconds), unit in zip(rows, per_update):
-        L.append(f"| {LABELS.get(name, name)} | {rounds} | {updates:,} | {seconds:,.0f} | {seconds / rounds:.1f} "
+        L.append(f"| {_row_label(name)} | {rounds} | {updates:,} | {seconds:,.0f} | {seconds / rounds:.1f} "
                  f"| {unit:.2f} |")
     L.append("")
     L.append(f"Paper 001 trained {PAPER_ROUNDS:,} rounds of {PAPER_CLIENTS_PER_ROUND} clients = {total:,} client "
