@@ -196,9 +196,10 @@ class NnlmScorer:
         ``logsumexp_v (logit_v + f_v)``, computed as ``log(sum(exp(logits)))``. The logits
         of a block of ``OUTPUT_BLOCK`` nodes are made ``OUTPUT_ROWS`` vocabulary rows at a
         time (``W[rows] @ states^T``, a tile that stays in the core's cache while it is
-        exponentiated and summed). Factors with every ``|f_v| <= SCALE_LIMIT`` enter as
-        weights, ``sum_v exp(logit_v) * exp(f_v)`` (one matrix-vector product per factor group
-        and tile, instead of an add pass). A node whose sum overflows fp32 or is below
+        exponentiated and summed). The bias and the factors, when every
+        ``|b_v + f_v| <= SCALE_LIMIT``, enter as weights: ``sum_v exp(W_v . h) * exp(b_v + f_v)``
+        (one matrix-vector product per factor group and tile, instead of the bias's broadcast
+        copy, an add pass and a sum pass). A node whose sum overflows fp32 or is below
         ``MIN_SUM`` is recomputed as a max-shifted ``logsumexp``. Target logits are the dot
         products ``W_t . h + b_t`` of each scored position.
         """
@@ -209,9 +210,16 @@ class NnlmScorer:
         weight = out.weight.float()
         bias = out.bias.float().unsqueeze(1) if out.bias is not None else None
         factors = table if (table is not None and self.normalized) else None
+        # the bias and the log-factors enter as weights exp(b_v + f_v) of a matrix-vector product
+        # over each exponentiated tile (one product instead of a broadcast copy and a sum pass)
+        # when every |b_v + f_v| <= SCALE_LIMIT; else they are added to each tile
+        log_scale = factors if factors is not None else (bias.t() if bias is not None else None)
+        if factors is not None and bias is not None:
+            log_scale = factors + bias.t()
         scale = None
-        if factors is not None and bool(factors.abs().max() <= SCALE_LIMIT):
-            scale = factors.exp()
+        if log_scale is not None and bool(log_scale.abs().max() <= SCALE_LIMIT):
+            scale = log_scale.exp()  # [G, V]: one row per factor group, or the bias alone
+        tile_bias = bias if scale is None else None
         states = states.float()
         low = weight.to(self.low) if self.low is not None else None  # bf16: the logit tiles
         n, vocab = states.shape[0], weight.shape[0]
@@ -229,29 +237,34 @@ class NnlmScorer:
             cols_low = cols.to(self.low) if low is not None else None
             width = cols.shape[1]
             g = node_group[start:start + width]
-            if scale is not None:
+            if scale is not None and factors is not None:
                 groups, which = torch.unique(g, return_inverse=True)
                 weights = scale.index_select(0, groups)  # [G, V]
                 total = torch.zeros(len(groups), width, device=device)  # per group, then picked
+            elif scale is not None:
+                weights = scale  # [1, V]: exp(bias)
+                total = torch.zeros(1, width, device=device)
             else:
                 total = torch.zeros(width, device=device)
             for row in range(0, vocab, OUTPUT_ROWS):
                 if low is not None:  # a bf16 product, summed in fp32
                     z = (low[row:row + OUTPUT_ROWS] @ cols_low).float()
-                    if bias is not None:
-                        z += bias[row:row + OUTPUT_ROWS]
+                    if tile_bias is not None:
+                        z += tile_bias[row:row + OUTPUT_ROWS]
                 else:
                     w = weight[row:row + OUTPUT_ROWS]
-                    z = w @ cols if bias is None else torch.addmm(bias[row:row + OUTPUT_ROWS], w, cols)
+                    z = w @ cols if tile_bias is None else torch.addmm(tile_bias[row:row + OUTPUT_ROWS], w, cols)
                 if scale is not None:
-                    total += weights[:, row:row + OUTPUT_ROWS] @ z.exp_()
+                    total.addmm_(weights[:, row:row + OUTPUT_ROWS], z.exp_())
                 elif factors is not None:
                     z += factors[:, row:row + OUTPUT_ROWS].index_select(0, g).t()
                     total += z.exp_().sum(dim=0)
                 else:
                     total += z.exp_().sum(dim=0)
-            if scale is not None:
+            if scale is not None and factors is not None:
                 total = total.gather(0, which.unsqueeze(0)).squeeze(0)
+            elif scale is not None:
+                total = total.squeeze(0)
             block_lse = total.log()
             bad = ~torch.isfinite(block_lse) | (total < MIN_SUM)
             if bool(bad.any()):
