@@ -44,9 +44,11 @@ def rows_without_interval(markdown: str) -> list[str]:
 
 def is_dp_row(row: str, dp_words: tuple[str, ...] = ("-DP", "DP (", "DP-", "DP,")) -> bool:
     """A row of a private system: its first two cells (the label, or the label and the data it was
-    adapted on) name DP, and the row is not the 'no DP' / 'non-private' reference."""
-    label = " ".join(row.strip("|").split("|")[:2])
-    return any(w in label for w in dp_words) and "no DP" not in label and "non-private" not in row
+    adapted on) name DP, and the row is not the 'no DP' / 'non-private' reference (said in its
+    first three cells: a DP row's comparison cell names the non-private row it is compared with)."""
+    cells = row.strip("|").split("|")
+    label = " ".join(cells[:2])
+    return any(w in label for w in dp_words) and "no DP" not in label and "non-private" not in " ".join(cells[:3])
 
 
 def draws(row: str) -> int | None:
