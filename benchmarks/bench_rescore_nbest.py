@@ -59,6 +59,41 @@ def matmul_gflops(threads: int, device: str, m: int, k: int, n: int, repeats: in
     return 2.0 * m * k * n * repeats / (time.perf_counter() - t) / 1e9
 
 
+def bench_model(tmp: str, arch: str = "transformer", vocab_size: int = 0):
+    """A random-weight model of ``arch`` over the AMI training text's vocabulary (``vocab_size``
+    most frequent words; 0 = all), saved to TMP/bench.pt: (model, vocab, config, path)."""
+    from asrpriv.nnlm.modelfile import save_model
+    from asrpriv.nnlm.train import new_model
+    from asrpriv.nnlm.vocab import build_vocabulary
+
+    counts: Counter = Counter()
+    with open(os.path.join(AMI, "train_text"), encoding="utf-8") as f:
+        for line in f:
+            counts.update(line.split()[1:])
+    vocab = build_vocabulary(counts, vocab_size or None)
+    model, config = new_model(arch, vocab, seed=0)
+    path = os.path.join(tmp, "bench.pt")
+    save_model(path, model, vocab, config)
+    return model, vocab, config, path
+
+
+def dev_slice(tmp: str, utts: int = 0) -> str:
+    """The AMI dev N-best TSV, all of it or its first ``utts`` utterances, as TMP/slice.tsv."""
+    lines = open(os.path.join(AMI, "dev", "nbest.tsv"), encoding="utf-8").read().splitlines(keepends=True)
+    seen: set[str] = set()
+    keep = [lines[0]]
+    for line in lines[1:]:
+        utt = line.split("\t", 1)[0]
+        if utt not in seen:
+            if utts and len(seen) == utts:
+                break
+            seen.add(utt)
+        keep.append(line)
+    path = os.path.join(tmp, "slice.tsv")
+    open(path, "w", encoding="utf-8").write("".join(keep))
+    return path
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--utts", type=int, default=0, help="dev utterances rescored (0 = all)")
@@ -79,9 +114,6 @@ def main() -> None:
     import torch
 
     from asrpriv.io.nbest import NbestReader
-    from asrpriv.nnlm.modelfile import save_model
-    from asrpriv.nnlm.train import new_model
-    from asrpriv.nnlm.vocab import build_vocabulary
     from asrpriv.rescore.combine import Weights
     from asrpriv.rescore.nnlm import NnlmScorer
     from asrpriv.rescore.pipeline import Rescorer
@@ -89,30 +121,10 @@ def main() -> None:
 
     torch.set_num_threads(args.threads)
     sync = torch.cuda.synchronize if args.device == "cuda" else (lambda: None)
-    counts: Counter = Counter()
-    with open(os.path.join(AMI, "train_text"), encoding="utf-8") as f:
-        for line in f:
-            counts.update(line.split()[1:])
-    vocab = build_vocabulary(counts, args.vocab_size or None)
-    model, config = new_model(args.arch, vocab, seed=0)
     tmp = tempfile.mkdtemp()
-    model_path = os.path.join(tmp, "bench.pt")
-    save_model(model_path, model, vocab, config)
-
+    model, vocab, config, model_path = bench_model(tmp, args.arch, args.vocab_size)
     # the N-best lists (all of dev, or its first --utts utterances)
-    src = os.path.join(AMI, "dev", "nbest.tsv")
-    lines = open(src, encoding="utf-8").read().splitlines(keepends=True)
-    seen: set[str] = set()
-    keep = [lines[0]]
-    for line in lines[1:]:
-        utt = line.split("\t", 1)[0]
-        if utt not in seen:
-            if args.utts and len(seen) == args.utts:
-                break
-            seen.add(utt)
-        keep.append(line)
-    slice_path = os.path.join(tmp, "slice.tsv")
-    open(slice_path, "w", encoding="utf-8").write("".join(keep))
+    slice_path = dev_slice(tmp, args.utts)
     utts = list(NbestReader(slice_path))
     hyps = [h.words for u in utts for h in u.hyps]
     n_hyps = len(hyps)

@@ -26,11 +26,10 @@ import os
 import sys
 import tempfile
 import time
-from collections import Counter, defaultdict
+from collections import defaultdict
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "src"))
-AMI = os.path.join(ROOT, "examples", "data", "ami")
 
 #: operator names (torch.profiler keys) by the kind of work they do
 KINDS = {
@@ -59,34 +58,15 @@ def main() -> None:
     from torch.profiler import ProfilerActivity, profile
 
     from asrpriv.io.nbest import NbestReader
-    from asrpriv.nnlm.modelfile import save_model
-    from asrpriv.nnlm.train import new_model
-    from asrpriv.nnlm.vocab import build_vocabulary
     from asrpriv.rescore.combine import Weights
     from asrpriv.rescore.nnlm import NnlmScorer
     from asrpriv.rescore.pipeline import Rescorer
-    from bench_rescore_nbest import matmul_gflops
+    from bench_rescore_nbest import bench_model, dev_slice, matmul_gflops
 
     torch.set_num_threads(args.threads)
-    counts: Counter = Counter()
-    with open(os.path.join(AMI, "train_text"), encoding="utf-8") as f:
-        for line in f:
-            counts.update(line.split()[1:])
-    vocab = build_vocabulary(counts, None)
-    model, config = new_model("transformer", vocab, seed=0)
     tmp = tempfile.mkdtemp()
-    model_path = os.path.join(tmp, "profile.pt")
-    save_model(model_path, model, vocab, config)
-    lines = open(os.path.join(AMI, "dev", "nbest.tsv"), encoding="utf-8").read().splitlines(keepends=True)
-    keep, seen = [lines[0]], set()
-    for line in lines[1:]:
-        utt = line.split("\t", 1)[0]
-        if utt not in seen and args.utts and len(seen) == args.utts:
-            break
-        seen.add(utt)
-        keep.append(line)
-    nbest = os.path.join(tmp, "slice.tsv")
-    open(nbest, "w", encoding="utf-8").write("".join(keep))
+    _model, vocab, config, model_path = bench_model(tmp)
+    nbest = dev_slice(tmp, args.utts)
     utts = list(NbestReader(nbest))
     scorer = NnlmScorer(model_path, precision=args.precision)
     seqs = [scorer.encode(h.words) for u in utts for h in u.hyps]
