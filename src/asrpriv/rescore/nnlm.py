@@ -213,9 +213,9 @@ class NnlmScorer:
         # the bias and the log-factors enter as weights exp(b_v + f_v) of a matrix-vector product
         # over each exponentiated tile (one product instead of a broadcast copy and a sum pass)
         # when every |b_v + f_v| <= SCALE_LIMIT; else they are added to each tile
-        log_scale = factors if factors is not None else (bias.t() if bias is not None else None)
-        if factors is not None and bias is not None:
-            log_scale = factors + bias.t()
+        log_scale = factors
+        if bias is not None:
+            log_scale = bias.t() if log_scale is None else log_scale + bias.t()
         scale = None
         if log_scale is not None and bool(log_scale.abs().max() <= SCALE_LIMIT):
             scale = log_scale.exp()  # [G, V]: one row per factor group, or the bias alone
@@ -237,13 +237,13 @@ class NnlmScorer:
             cols_low = cols.to(self.low) if low is not None else None
             width = cols.shape[1]
             g = node_group[start:start + width]
-            if scale is not None and factors is not None:
-                groups, which = torch.unique(g, return_inverse=True)
-                weights = scale.index_select(0, groups)  # [G, V]
-                total = torch.zeros(len(groups), width, device=device)  # per group, then picked
-            elif scale is not None:
-                weights = scale  # [1, V]: exp(bias)
-                total = torch.zeros(1, width, device=device)
+            if scale is not None:
+                if factors is not None:
+                    groups, which = torch.unique(g, return_inverse=True)
+                    weights = scale.index_select(0, groups)  # [G, V]: per group, then picked
+                else:
+                    weights = scale  # [1, V]: exp(bias)
+                total = torch.zeros(weights.shape[0], width, device=device)
             else:
                 total = torch.zeros(width, device=device)
             for row in range(0, vocab, OUTPUT_ROWS):
@@ -261,10 +261,8 @@ class NnlmScorer:
                     total += z.exp_().sum(dim=0)
                 else:
                     total += z.exp_().sum(dim=0)
-            if scale is not None and factors is not None:
-                total = total.gather(0, which.unsqueeze(0)).squeeze(0)
-            elif scale is not None:
-                total = total.squeeze(0)
+            if scale is not None:
+                total = total.gather(0, which.unsqueeze(0)).squeeze(0) if factors is not None else total[0]
             block_lse = total.log()
             bad = ~torch.isfinite(block_lse) | (total < MIN_SUM)
             if bool(bad.any()):
