@@ -188,7 +188,7 @@ def main(argv: list[str] | None = None) -> int:
     curve = _curve(out, a, wer, ppl)
     if curve:
         _curve_table(L, a, curve, base_wer)
-    _scale_section(L, out, a)
+    _scale_section(L, out)
     L.append("## Files\n")
     L.append("`runs/ROW/` (weights.txt, hyp.txt, wer.json, wer-short.json, ppl.json; `runs/curve-ROW-tNNNN/`: the "
              "training curve's points), `models/ROW.pt`, `fl/ROW/` (sampled cohorts, "
@@ -252,7 +252,7 @@ def _utterances_per_client(out: str) -> str:
             f"{len(set(clients))} meetings)")
 
 
-def _scale_section(L: list[str], out: str, a) -> None:
+def _scale_section(L: list[str], out: str) -> None:
     """What the federated rows cost here, and paper 001's scale projected from it (issue 29)."""
     rows = round_costs(out)
     if not rows:
