@@ -8,6 +8,7 @@ DATA_DIR/SOURCE.txt (its first line), so a report made on other data never claim
 from __future__ import annotations
 
 import glob
+import json
 import os
 import time
 
@@ -107,6 +108,15 @@ def save_figure(fig, path: str, data: str = "", dpi: int = 110) -> None:
         fig.tight_layout()
     fig.savefig(path, dpi=dpi)
     plt.close(fig)
+
+
+def read_json(path: str, missing_ok: bool = False) -> dict | None:
+    """A step's JSON report at PATH; with MISSING_OK, None where the file does not exist (a row
+    or run that was not made)."""
+    if missing_ok and not os.path.exists(path):
+        return None
+    with open(path, encoding="utf-8") as f:
+        return json.load(f)
 
 
 def interval(low: float, high: float, digits: int = 2, signed: bool = False) -> str:

@@ -11,15 +11,15 @@ given); ``table`` prints the results in Markdown.
 
 from __future__ import annotations
 
-import json
 import sys
+
+from asrpriv.reports.common import read_json
 
 FOLDS = ("B-cal-on-A", "A-cal-on-B")
 
 
 def _load(out: str, name: str) -> dict:
-    with open(f"{out}/{name}.json", encoding="utf-8") as f:
-        return json.load(f)
+    return read_json(f"{out}/{name}.json")
 
 
 def out_of_sample_nce(out: str, scale: str) -> float:

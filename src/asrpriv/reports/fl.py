@@ -18,12 +18,11 @@ from __future__ import annotations
 
 import argparse
 import glob
-import json
 import os
 import statistics
 
-from asrpriv.reports.common import (DATA_NAME, ci, data_name, data_paragraph, fmt_eps, runtime_paragraph,
-                                    save_figure)
+from asrpriv.reports.common import (DATA_NAME, ci, data_name, data_paragraph, fmt_eps, read_json,
+                                    runtime_paragraph, save_figure)
 
 # paper 001: (PPL, WER %) on the conversation evaluation set
 PAPER_T2 = {"nonnlm": (None, 8.07), "pretrained": (109.4, 7.96), "server-all": (31.3, 7.79),
@@ -53,10 +52,7 @@ MODE_LABEL = {"none": "all utts", "token": "token weighted", "utterance": "utt w
 
 
 def load(path: str) -> dict | None:
-    if not os.path.exists(path):
-        return None
-    with open(path, encoding="utf-8") as f:
-        return json.load(f)
+    return read_json(path, missing_ok=True)
 
 
 def rel(ours: float, base: float) -> str:

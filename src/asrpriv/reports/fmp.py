@@ -17,11 +17,10 @@ different first-pass recognizer, AMI split and LMs: compare directions and relat
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 
-from asrpriv.reports.common import ci as common_ci, data_name, data_paragraph, mean_of_draws, run_time
+from asrpriv.reports.common import ci as common_ci, data_name, data_paragraph, mean_of_draws, read_json, run_time
 
 # paper 000, Table 2 (AMI Meeting): baseline (T=0) and FMP after T rounds, WER %
 PAPER_T = {0: 32.83, 1: 31.44, 2: 31.34, 5: 31.27, 10: 31.24}
@@ -42,11 +41,7 @@ AXIS_NOTE = ("y-axis of the WER panels: the span of the plotted 95% intervals pl
 
 
 def load(out: str, name: str) -> dict | None:
-    path = os.path.join(out, "runs", name, "wer.json")
-    if not os.path.exists(path):
-        return None
-    with open(path, encoding="utf-8") as f:
-        return json.load(f)
+    return read_json(os.path.join(out, "runs", name, "wer.json"), missing_ok=True)
 
 
 def fmt_num(value: str) -> str:

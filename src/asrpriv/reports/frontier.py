@@ -29,13 +29,12 @@ from __future__ import annotations
 import argparse
 import csv
 import glob
-import json
 import math
 import os
 import statistics
 import sys
 
-from asrpriv.reports.common import data_name, data_paragraph, diff_ci, fmt_eps, run_time, with_interval
+from asrpriv.reports.common import data_name, data_paragraph, diff_ci, fmt_eps, read_json, run_time, with_interval
 
 COLUMNS = ["method", "unit", "epsilon", "delta", "wer", "wer_lo", "wer_hi", "draws"]
 METHODS = {
@@ -59,8 +58,7 @@ SPREAD = {"dp-fmp": 0.94, "dp-fedadam": 1.0, "fma-ngram": 1.06}
 
 
 def _load(path: str) -> dict:
-    with open(path, encoding="utf-8") as f:
-        return json.load(f)
+    return read_json(path)
 
 
 def _interval(report: dict) -> tuple[float, float]:

@@ -20,12 +20,11 @@ evaluation WERs of the other rows are shown but were not used to choose.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 
 from asrpriv.reports.common import (data_paragraph, fmt_diff, fmt_mapsswe, fmt_wer, mean_of_draws,
-                                    runtime_paragraph)
+                                    read_json, runtime_paragraph)
 
 BASELINE = "background"
 BASELINE_LABEL = "unadapted background 3-gram"
@@ -33,8 +32,7 @@ SOURCE_LABEL = {"a": "1-best", "b": "references", "c": "1-best + DP (eps {eps})"
 
 
 def _load(path: str) -> dict:
-    with open(path, encoding="utf-8") as f:
-        return json.load(f)
+    return read_json(path)
 
 
 def fma_name(src: str, variant: str, beta: str, draw: int | None = None) -> str:
@@ -71,7 +69,7 @@ class Run:
 
     def report(self, name: str, kind: str = "wer") -> dict | None:
         path = os.path.join(self.out, "runs", name, f"{kind}.json")
-        return _load(path) if os.path.exists(path) else None
+        return read_json(path, missing_ok=True)
 
 
 def _compare(report: dict | None, baseline: str) -> str:

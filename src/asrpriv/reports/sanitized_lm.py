@@ -37,7 +37,7 @@ import math
 import os
 import sys
 
-from asrpriv.reports.common import data_paragraph, diff_ci, interval, runtime_paragraph, with_interval
+from asrpriv.reports.common import data_paragraph, diff_ci, interval, read_json, runtime_paragraph, with_interval
 from asrpriv.sanitize.spans import read_spans
 from asrpriv.wer.alignment import sclite_align
 
@@ -306,7 +306,7 @@ def main(argv: list[str] | None = None) -> int:
     systems = sorted(f[:-4] for f in os.listdir(f"{out}/lm") if f.endswith(".sys"))
 
     def load(path: str) -> dict | None:
-        return json.load(open(path)) if os.path.exists(path) else None
+        return read_json(path, missing_ok=True)
 
     # the bootstrap of every interval: score-wer's resamples and seed (the recipe's BOOTSTRAP, SEED)
     boot0 = next((b for s in systems for b in [(load(f"{ev}/{s}.wer.json") or {}).get("bootstrap")] if b), None)
