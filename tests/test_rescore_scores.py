@@ -273,6 +273,49 @@ def test_groups_pick_their_own_factors(model_path, method):
         assert got[i] == pytest.approx(expected, abs=1e-4)
 
 
+@pytest.mark.parametrize("factors", ["none", "groups", "huge"])
+def test_worker_threads_give_the_one_thread_scores(model_path, monkeypatch, factors):
+    """With several torch threads the tree scorer runs its forward passes and output blocks on
+    worker threads (each op single-threaded, the same cut into tasks with any thread count);
+    the scores are bit-identical to one thread's,
+    with factor groups mixed in a block and with factors too large to enter as weights, and
+    the caller's thread count is restored, also after an error in a worker."""
+    from asrpriv.rescore import nnlm as nnlm_module
+    from asrpriv.rescore.nnlm import NnlmScorer
+
+    # many small tasks: blocks, tiles and target blocks that cut through groups and rows
+    for name, value in (("OUTPUT_BLOCK", 7), ("OUTPUT_ROWS", 50), ("TARGET_BLOCK", 13), ("MIN_TASK_SLOTS", 8)):
+        monkeypatch.setattr(nnlm_module, name, value)
+    scorer = NnlmScorer(str(model_path), batch_tokens=300)
+    hyps, units = _nbest(9)
+    seqs = [scorer.encode(h) for h in hyps]
+    if factors == "none":
+        args = (None, None)
+        groups = [-1] * len(seqs)
+    else:
+        f1, f2 = _factor_vector(scorer.vocab, 1), _factor_vector(scorer.vocab, 2)
+        if factors == "huge":  # |f| > SCALE_LIMIT: the factors are added to each tile instead
+            f2 = f2 * (2 * nnlm_module.SCALE_LIMIT / float(f2.abs().max()))
+        groups = [u % 3 - 1 for u in units]
+        args = (groups, [f1, f2])
+    before = torch.get_num_threads()
+    try:
+        torch.set_num_threads(1)
+        one = scorer.score(seqs, *args, units)
+        torch.set_num_threads(3)
+        three = scorer.score(seqs, *args, units)
+        assert torch.get_num_threads() == 3
+        assert three == one
+        for words, g, value in list(zip(hyps, groups, three))[::7]:
+            f = None if g < 0 else args[1][g]
+            assert value == pytest.approx(_brute_force(scorer.model, scorer.vocab, words, f), abs=1e-4)
+        with pytest.raises(Exception):
+            scorer.score([[len(scorer.vocab) + 5]], None, None, [0])  # an id outside the embedding
+        assert torch.get_num_threads() == 3
+    finally:
+        torch.set_num_threads(before)
+
+
 def test_factor_table_maps_words_and_counts_ignored(tmp_path, model_path):
     from asrpriv.nnlm.modelfile import load_model
     from asrpriv.rescore.factors import FactorTable

@@ -1,26 +1,14 @@
-"""Shape rules for fast CPU matrix products, and batch planning (no torch import: cheap to import
-anywhere).
+"""Batch planning for padded LM batches (no torch import: cheap to import anywhere).
 
-MKL (as shipped with torch 2.13) multiplies ``W @ B`` about 1.7x slower when the row length of
-``B`` or of the result is not a multiple of 4-8 floats: on the 2-core AMD EPYC (AVX2) we
-measure on, ``W [1024, 256] @ B [256, 512]`` runs at ~97 GFLOP/s when B is a column block of a
-[256, 28903] matrix and at ~172 GFLOP/s when that matrix is [256, 28904]; an output-layer block
-``[7444, 256] @ [256, N]`` runs at ~100 GFLOP/s for N = 570 and ~170 for N = 576. The products
-whose row lengths are counts of tokens or nodes (the output layer, transposed) are therefore
-padded with zero columns to a multiple of :data:`COLUMN_MULTIPLE`.
+(The output layer's products were once padded to row lengths of a multiple of 8 floats: MKL ran
+``W [1024, 256] @ B [256, N]`` ~1.7x slower for odd row lengths of ``B`` on an AMD EPYC. The
+rescorer now multiplies ``states[block] @ W[rows]^T``, whose row lengths are the model width and
+the tile's vocabulary rows, so nothing needs padding.)
 """
 
 from __future__ import annotations
 
 from typing import Sequence
-
-#: row lengths (in floats) of the transposed output-layer blocks are padded to a multiple of this
-COLUMN_MULTIPLE = 8
-
-
-def padded_columns(n: int) -> int:
-    """``n`` rounded up to a multiple of :data:`COLUMN_MULTIPLE`."""
-    return n + (-n % COLUMN_MULTIPLE)
 
 
 def plan_batches(lengths: Sequence[int], batch_tokens: int) -> list[list[int]]:
