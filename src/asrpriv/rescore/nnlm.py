@@ -16,9 +16,11 @@ Speed: a Transformer with ``tree_hidden`` (asrpriv.nnlm.model) scores *prefix tr
 (:mod:`asrpriv.rescore.prefix_tree`): the hypotheses of an utterance become one trie per row,
 each distinct history is one node, and one forward pass over a group of rows gives every node's
 state (attention restricted to the node's ancestors). The output layer then runs once per
-distinct history, as ``W @ states^T`` in tiles of vocabulary rows x nodes that stay in cache
+distinct history, as ``states @ W^T`` in tiles of nodes x vocabulary rows that stay in cache
 while they are exponentiated and summed, and its normalizer is ``log(sum(exp(logits)))``; a
-column whose sum overflows or underflows fp32 is recomputed with the max-shifted ``logsumexp``.
+node whose sum overflows or underflows fp32 is recomputed with the max-shifted ``logsumexp``.
+On a CPU with several torch threads the forward passes and the output layer's blocks of nodes
+are tasks of as many worker threads, each running torch single-threaded (:meth:`NnlmScorer._workers`).
 Other models (the LSTM) score padded rows: hypotheses are sorted by length and cut into batches
 of at most ``batch_tokens`` padded positions, identical (sentence, factors) pairs once; right
 padding is safe for a causal model (padded positions never affect earlier ones) and padded
