@@ -7,11 +7,13 @@ Transformer with random weights and the AMI training vocabulary; same dev N-best
 
 1. the whole step (read, score, combine, re-rank, write) against the scoring alone
    (``NnlmScorer.score``), timed alternately, best of ``--repeats``;
-2. within scoring, ``torch.profiler`` self time by kind of operator: matrix products
+2. within scoring, on one thread (the scorer's worker threads each run the same operators
+   single-threaded, and the profiler does not follow them), ``torch.profiler`` self time by
+   kind of operator: matrix products
    (``addmm``/``mm``/``bmm``), attention, the output tiles' exponentials and sums, copies and
    index operations, layer norms and activations, the rest;
 3. each matrix-product shape's own rate (profiler FLOPs / self time) against the same-run
-   matmul: the ceiling that the products alone put on the whole step's ratio.
+   one-thread matmul: the ceiling that the products alone put on the whole step's ratio.
 
 The printed ``ratio`` lines are measurements, not targets: the target lives in
 ``bench_rescore_nbest.py`` (>= 70% of the matmul rate).
@@ -87,7 +89,10 @@ def main() -> None:
     print(f"whole step {whole:.2f} s, scoring alone {score:.2f} s: scoring is {100 * score / whole:.0f}% "
           f"of the step (the rest: reading, combining, re-ranking, writing the TSV)")
 
-    # 2. and 3. the scoring's operators
+    # 2. and 3. the scoring's operators. With several threads the scorer runs its work on worker
+    # threads, each op single-threaded, which the profiler does not follow: profile one thread
+    # (the same operators as each worker runs) and compare with a one-thread matmul
+    torch.set_num_threads(1)
     with profile(activities=[ProfilerActivity.CPU], record_shapes=True, with_flops=True) as prof:
         scorer.score(seqs, groups)
     by_kind: dict[str, float] = defaultdict(float)
@@ -102,14 +107,15 @@ def main() -> None:
             products.append((seconds, event.flops, event.count, event.input_shapes))
     dtype = "bfloat16" if args.precision == "bf16" else "float32"
     d, v = config["emb_dim"], config["vocab_size"]
-    ref = max(matmul_gflops(args.threads, "cpu", 2048, d, v, 5, dtype),
-              matmul_gflops(args.threads, "cpu", 1024, 1024, 1024, 10, dtype))
-    print(f"scoring's profiled self time {total:.2f} s, by kind of operator:")
+    ref = max(matmul_gflops(1, "cpu", 2048, d, v, 5, dtype),
+              matmul_gflops(1, "cpu", 1024, 1024, 1024, 10, dtype))
+    torch.set_num_threads(args.threads)
+    print(f"scoring's profiled self time on one thread {total:.2f} s, by kind of operator:")
     for kind, seconds in sorted(by_kind.items(), key=lambda kv: -kv[1]):
         print(f"  {kind:34s} {seconds:7.3f} s  {100 * seconds / total:5.1f}%")
     flops = sum(f for _s, f, _c, _shape in products)
     seconds = sum(s for s, _f, _c, _shape in products)
-    print(f"same-run torch {dtype} matmul: {ref:.1f} GFLOP/s")
+    print(f"same-run torch {dtype} matmul, one thread: {ref:.1f} GFLOP/s")
     print(f"matrix products alone: {flops / seconds / 1e9:.1f} GFLOP/s -> ratio {100 * flops / seconds / 1e9 / ref:.0f}% "
           f"of the matmul rate (their shapes: K = d = {d} or the FFN's width)")
     for s, f, count, shape in sorted(products, key=lambda p: -p[0])[:6]:
