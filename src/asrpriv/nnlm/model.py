@@ -202,9 +202,8 @@ class TransformerLM(nn.Module):
         A node stands for a history ``<s> w1 .. wt``: ``tokens`` [N] holds its last token
         (``<s>`` at a root), ``depths`` [N] its t (its position), ``real`` [N] its flat slot in a
         [rows, width] layout and ``allowed`` (bool [rows, 1, width, width]) its ancestors and
-        itself (or the same as an additive float mask, 0 where allowed and -inf elsewhere). Each
-        node's state equals the state of position t of :meth:`hidden` on its history alone, so
-        histories shared by many sentences are computed once.
+        itself. Each node's state equals the state of position t of :meth:`hidden` on its
+        history alone, so histories shared by many sentences are computed once.
         """
         x = self.embedding(tokens) * math.sqrt(self.emb_dim)
         x = x + self.positions(int(depths.max()) + 1, x.device, x.dtype).index_select(0, depths)
@@ -215,11 +214,10 @@ class TransformerLM(nn.Module):
                             dtype=torch.get_autocast_dtype(kind) if torch.is_autocast_enabled(kind) else x.dtype)
         # the mask as an additive 0 / -inf mask of the slots' dtype, made once for all blocks (a
         # boolean mask is converted by attention in every block: ~10% of its time on CPU)
-        if allowed.dtype == torch.bool:
-            allowed = torch.zeros(allowed.shape, dtype=slots.dtype, device=x.device) \
-                .masked_fill_(~allowed, float("-inf"))
+        mask = torch.zeros(allowed.shape, dtype=slots.dtype, device=x.device) \
+            .masked_fill_(~allowed, float("-inf"))
         for block in self.blocks:
-            x = block.forward_tree(x, real, slots, allowed)
+            x = block.forward_tree(x, real, slots, mask)
         return self.norm(x)
 
 

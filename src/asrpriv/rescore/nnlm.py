@@ -29,6 +29,8 @@ targets are masked out.
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from typing import Sequence
 
 import numpy as np
@@ -137,8 +139,9 @@ class NnlmScorer:
             return nullcontext()
         return torch.autocast(device_type=torch.device(self.device).type, dtype=self.low)
 
+    @contextmanager
     def _workers(self):
-        """A ``map(fn, items)`` that runs ``fn`` on the items in parallel, for the tree scorer.
+        """Yields a ``map(fn, items)`` that runs ``fn`` on the items in parallel, for the tree scorer.
 
         On a CPU with ``n > 1`` torch threads: ``n`` Python worker threads, each running torch
         single-threaded (``torch.set_num_threads(1)`` for the duration, restored after), each
@@ -155,22 +158,17 @@ class NnlmScorer:
         one scorer call at a time per process (as the steps do).
         """
         import torch
-        from concurrent.futures import ThreadPoolExecutor
-        from contextlib import contextmanager
 
-        @contextmanager
-        def workers():
-            n = torch.get_num_threads()
-            if self.device != "cpu" or n <= 1:
-                yield lambda fn, items: [fn(item) for item in items]
-                return
-            torch.set_num_threads(1)
-            try:
-                with ThreadPoolExecutor(n, thread_name_prefix="asrpriv-score") as pool:
-                    yield lambda fn, items: list(pool.map(fn, items))
-            finally:
-                torch.set_num_threads(n)
-        return workers()
+        n = torch.get_num_threads()
+        if self.device != "cpu" or n <= 1:
+            yield lambda fn, items: [fn(item) for item in items]
+            return
+        torch.set_num_threads(1)
+        try:
+            with ThreadPoolExecutor(n, thread_name_prefix="asrpriv-score") as pool:
+                yield lambda fn, items: list(pool.map(fn, items))
+        finally:
+            torch.set_num_threads(n)
 
     def _tree(self, seqs, groups, units, table) -> list[float]:
         """Prefix trees (module docstring); exact, each distinct history once."""
@@ -282,11 +280,12 @@ class NnlmScorer:
                 else:
                     picked = s_tiles
                 total = torch.zeros(width, picked[0].shape[1] if scale is not None else 1, device=device)
-                f_rows = factors.index_select(0, g) if (factors is not None and scale is None) else None
+                # factors that do not enter as weights: this block's rows of them, tile by tile
+                f_tiles = (factors.index_select(0, g).split(OUTPUT_ROWS, dim=1)
+                           if (factors is not None and scale is None) else [None] * len(w_tiles))
                 low = block.to(self.low) if self.low is not None else None
                 z_buf = torch.empty(width, OUTPUT_ROWS, device=device) if low is None else None
-                row = 0
-                for w, s, b in zip(w_tiles, picked, b_tiles):
+                for w, s, b, f in zip(w_tiles, picked, b_tiles, f_tiles):
                     if low is not None:  # a bf16 product, summed in fp32
                         z = (low @ w.t()).float()
                         if scale is None and b is not None:
@@ -298,14 +297,14 @@ class NnlmScorer:
                     if scale is not None:
                         total.addmm_(z.exp_(), s)
                     else:
-                        if f_rows is not None:
-                            z += f_rows[:, row:row + w.shape[0]]
+                        if f is not None:
+                            z += f
                         total += z.exp_().sum(dim=1, keepdim=True)
-                    row += w.shape[0]
                 if scale is not None and factors is not None:
                     total = total.gather(1, which.unsqueeze(1))
-                block_lse = total.squeeze(1).log()
-                bad = ~torch.isfinite(block_lse) | (total.squeeze(1) < MIN_SUM)
+                total = total.squeeze(1)
+                block_lse = total.log()
+                bad = ~torch.isfinite(block_lse) | (total < MIN_SUM)
                 if bool(bad.any()):
                     idx = bad.nonzero().squeeze(1)
                     again = block.index_select(0, idx) @ weight.t()
