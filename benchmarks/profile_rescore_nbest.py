@@ -10,7 +10,7 @@ Transformer with random weights and the AMI training vocabulary; same dev N-best
 2. within scoring, on one thread (the scorer's worker threads each run the same operators
    single-threaded, and the profiler does not follow them), ``torch.profiler`` self time by
    kind of operator: matrix products
-   (``addmm``/``mm``/``bmm``), attention, the output tiles' exponentials and sums, copies and
+   (``addmm``/``mm``/``bmm``), attention, the output tiles' exponentials and (weighted) sums, copies and
    index operations, layer norms and activations, the rest;
 3. each matrix-product shape's own rate (profiler FLOPs / self time) against the same-run
    one-thread matmul: the ceiling that the products alone put on the whole step's ratio.
@@ -38,8 +38,10 @@ KINDS = {
     "matrix products": ("aten::addmm", "aten::mm", "aten::bmm", "aten::matmul"),
     "attention": ("aten::_scaled_dot_product_flash_attention_for_cpu",
                   "aten::_scaled_dot_product_attention_math", "aten::_softmax"),
-    "output tiles: exp, sum, log": ("aten::exp_", "aten::exp", "aten::sum", "aten::log",
-                                    "aten::logsumexp"),
+    # addmm_ is the tiles' weighted sum (a [rows, 1024] x [1024, G] matrix-vector product that
+    # replaces the sum when the bias and factors enter as weights): memory-bound, like the sum
+    "output tiles: exp, (weighted) sums, log": ("aten::exp_", "aten::exp", "aten::sum", "aten::addmm_",
+                                                "aten::log", "aten::logsumexp"),
     "copies, conversions, index ops": ("aten::copy_", "aten::index_copy_", "aten::index_select",
                                        "aten::index_add_", "aten::cat", "aten::fill_", "aten::zero_",
                                        "aten::gather", "aten::index", "aten::where"),

@@ -280,6 +280,29 @@ def test_sentence_totals_and_the_per_word_file(tmp_path, arpa):
     assert ids == ["u1", "u2", "u3"] and tok.tolist() == [3.0, 4.0, 2.0]
     assert lp.sum() == pytest.approx(json.loads(res.stdout)["logprob"])
 
+    # one pass with marked tokens (sanitized-lm's entity words): the marked sums are the rows'
+    # own ln_p values, summed per sentence, read independently here with the csv module
+    import csv
+
+    from asrpriv.mixture.report import read_sentence_sums
+    from asrpriv.reports.sanitized_lm import sentence_parts
+
+    rows = list(csv.DictReader(pw.open(encoding="utf-8"), delimiter="\t"))
+    marked = {("u1", 1), ("u2", 0), ("u2", 2), ("u9", 0)}   # 0-based; u9 is not in the file
+    sums = read_sentence_sums(str(pw), marked)
+    assert sums["ids"] == ids and sums["lp"].tolist() == lp.tolist() and sums["tok"].tolist() == tok.tolist()
+    want = {u: [0.0, 0] for u in ids}
+    for r in rows:
+        if (r["utt_id"], int(r["position"]) - 1) in marked:
+            want[r["utt_id"]][0] += float(r["ln_p"])
+            want[r["utt_id"]][1] += 1
+    assert sums["marked_lp"].tolist() == [want[u][0] for u in ids]
+    assert sums["marked_n"].tolist() == [2.0 if u == "u2" else float(u == "u1") for u in ids]
+    assert [want[u][1] for u in ids] == [1, 2, 0]
+    parts = sentence_parts(str(pw), marked)
+    assert parts["ent_n"] == [1, 2, 0] and parts["ent_lp"] == [want[u][0] for u in ids]
+    assert "marked_lp" not in read_sentence_sums(str(pw))
+
 
 def test_perplexity_bootstrap_option(tmp_path, arpa):
     text = tmp_path / "k.txt"

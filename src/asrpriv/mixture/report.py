@@ -89,23 +89,45 @@ def sentence_totals(ln_p: np.ndarray, sentences: Sequence[Sequence[str]]) -> tup
 def read_sentence_totals(path: str) -> tuple[list[str], np.ndarray, np.ndarray]:
     """The sentences of a ``perplexity --per-word`` TSV (:func:`write_per_word`), in file order:
     their ids, log-probability sums (column ``ln_p``, natural log) and token counts."""
+    sums = read_sentence_sums(path)
+    return sums["ids"], sums["lp"], sums["tok"]
+
+
+def read_sentence_sums(path: str, marked: set[tuple[str, int]] | None = None) -> dict:
+    """One pass over a ``perplexity --per-word`` TSV: per sentence (file order) ``ids``, ``lp``
+    (log-probability sums, natural log) and ``tok`` (token counts), and with ``marked`` (a set of
+    ``(utt_id, 0-based position)``) ``marked_lp`` / ``marked_n``: the sums and counts over those
+    tokens only. The sums are float64 arrays."""
     import csv
 
     ids: list[str] = []
-    sums: list[float] = []
-    counts: list[int] = []
+    lp: list[float] = []
+    tok: list[int] = []
+    marked_lp: list[float] = []
+    marked_n: list[int] = []
     pos: dict[str, int] = {}
     with open(path, encoding="utf-8", newline="") as f:
         for row in csv.DictReader(f, delimiter="\t"):
             u = row["utt_id"]
-            if u not in pos:
-                pos[u] = len(ids)
+            k = pos.get(u)
+            if k is None:
+                k = pos[u] = len(ids)
                 ids.append(u)
-                sums.append(0.0)
-                counts.append(0)
-            sums[pos[u]] += float(row["ln_p"])
-            counts[pos[u]] += 1
-    return ids, np.array(sums, dtype=np.float64), np.array(counts, dtype=np.float64)
+                lp.append(0.0)
+                tok.append(0)
+                marked_lp.append(0.0)
+                marked_n.append(0)
+            value = float(row["ln_p"])
+            lp[k] += value
+            tok[k] += 1
+            if marked and (u, int(row["position"]) - 1) in marked:
+                marked_lp[k] += value
+                marked_n[k] += 1
+    sums = {"ids": ids, "lp": np.array(lp, dtype=np.float64), "tok": np.array(tok, dtype=np.float64)}
+    if marked is not None:
+        sums["marked_lp"] = np.array(marked_lp, dtype=np.float64)
+        sums["marked_n"] = np.array(marked_n, dtype=np.float64)
+    return sums
 
 
 def bootstrap_perplexity(logprob: Sequence[float], tokens: Sequence[float], resamples: int,

@@ -31,7 +31,6 @@ exp of the mean negative natural-log probability per token (words and </s>).
 
 from __future__ import annotations
 
-import csv
 import json
 import math
 import os
@@ -163,18 +162,11 @@ def sentence_parts(perword: str, inside: set[tuple[str, int]]) -> dict:
     """The per-sentence totals of a ``perplexity --per-word`` file: ``ids``, ``lp`` (log-prob
     sums) and ``tok`` (tokens) of every sentence, and ``ent_lp`` / ``ent_n`` (the sums and counts
     over its entity words: the (utt, 0-based position) pairs of INSIDE)."""
-    from asrpriv.mixture.report import read_sentence_totals
+    from asrpriv.mixture.report import read_sentence_sums
 
-    ids, lp, tok = read_sentence_totals(perword)
-    pos = {u: k for k, u in enumerate(ids)}
-    ent_lp, ent_n = [0.0] * len(ids), [0] * len(ids)
-    with open(perword, encoding="utf-8", newline="") as f:
-        for r in csv.DictReader(f, delimiter="\t"):
-            if (r["utt_id"], int(r["position"]) - 1) in inside:
-                k = pos[r["utt_id"]]
-                ent_lp[k] += float(r["ln_p"])
-                ent_n[k] += 1
-    return {"ids": ids, "lp": lp, "tok": tok, "ent_lp": ent_lp, "ent_n": ent_n}
+    sums = read_sentence_sums(perword, inside)
+    return {"ids": sums["ids"], "lp": sums["lp"], "tok": sums["tok"],
+            "ent_lp": sums["marked_lp"].tolist(), "ent_n": [int(n) for n in sums["marked_n"]]}
 
 
 def ppl_interval(parts: dict, resamples: int | None, seed: int | None, entity: bool = False) -> tuple:
