@@ -82,23 +82,32 @@ def test_fmp_report_fresh_run_and_unknown_data(tmp_path):
 
 
 def test_run_time_lists_every_part_and_their_sum(tmp_path):
-    """A run made in parts (each resuming from the cache) is timed as the sum of its parts."""
+    """A run made in parts (each resuming from the cache) is timed as the sum of its parts: one
+    sentence builder (runtime_paragraph) for every recipe's report."""
     (tmp_path / "runtime.tsv").write_text("2546\tbin/fmp-experiment examples/data/ami out\n"
                                           "4\tSIGMAS=1 bin/fmp-experiment examples/data/ami out\n")
-    text = common.run_time(4, str(tmp_path), "runs/*/run.key")
-    assert text.startswith("Run time 2,550 s = 42 min 30 s in all: the sum of the 2 invocations")
-    assert "part 1: 2,546 s `bin/fmp-experiment examples/data/ami out`" in text
-    assert "part 2: 4 s `SIGMAS=1 bin/fmp-experiment examples/data/ami out`" in text
-    assert "lower bound" not in text and "NOT the cost" not in text
-    # artefacts from before the recipe kept runtime.tsv: the sum is a lower bound
+    text = common.runtime_paragraph(str(tmp_path), 4, "runs/*/run.key")
+    assert text.startswith("Made in 2 invocations, each reusing what the earlier ones had cached: ")
+    assert "(1) `bin/fmp-experiment examples/data/ami out`: 2546 s" in text
+    assert "(2) `SIGMAS=1 bin/fmp-experiment examples/data/ami out`: 4 s" in text
+    assert text.endswith("Run time 2550 s = 42 min 30 s, the sum of the 2 parts (OUT/runtime.tsv).")
+    assert "LOWER BOUND" not in text and "NOT the cost" not in text
+    # recipe_runtime_begin's marker (artefacts from before the recipe kept runtime.tsv): not a
+    # part, and the sum is a lower bound
     (tmp_path / "runtime.tsv").write_text("0\t(earlier invocations, not timed)\n4\tbin/x a b\n9\tbin/x a b\n")
-    text = common.run_time(9, str(tmp_path), "runs/*/run.key")
-    assert "Run time 13 s = 0 min 13 s in all" in text and "lower bound" in text
+    text = common.runtime_paragraph(str(tmp_path), 9, "runs/*/run.key")
+    assert "Made by `bin/x a b`, in 2 invocations" in text and ": 4 s + 9 s. Run time 13 s = 13 s," in text
+    assert "LOWER BOUND" in text and "(earlier" not in text
     # one recorded invocation: its time and command; a line that is not 'seconds<TAB>command' is skipped
     (tmp_path / "runtime.tsv").write_text("665\tbin/privacy-frontier --reduced D O\nnot a line\n")
     assert common.read_runtime(str(tmp_path)) == [(665, None, "bin/privacy-frontier --reduced D O")]
-    assert common.run_time(665, str(tmp_path), "x/*") == (
-        "Run time 665 s = 11 min 5 s (`bin/privacy-frontier --reduced D O`, measured by the recipe)")
+    assert common.runtime_paragraph(str(tmp_path), 665, "x/*", "ignored") == (
+        "Made by `bin/privacy-frontier --reduced D O`. Run time 665 s = 11 min 5 s (one invocation, "
+        "measured by the recipe; OUT/runtime.tsv).")
+    # no runtime.tsv: this invocation's time, and the command the report was given
+    (tmp_path / "runtime.tsv").unlink()
+    assert common.runtime_paragraph(str(tmp_path), 65, "x/*", "bin/x D O") == (
+        "Made by `bin/x D O`. Run time 65 s = 1 min 5 s (this invocation, measured by the recipe).")
 
 
 def test_wer_cells_and_mean_of_draws_by_hand():

@@ -51,46 +51,21 @@ def data_paragraph(data_dir: str | None) -> str:
 RUNTIME_FILE = "runtime.tsv"   # OUT/runtime.tsv: one 'seconds<TAB>start<TAB>command' line per invocation
 
 
-def _duration(seconds: int) -> str:
-    return f"{seconds:,} s = {seconds // 60} min {seconds % 60} s"
-
-
 def run_time(seconds: int | float, out: str, artefacts: str, started: float | None = None) -> str:
-    """The run-time sentence of a recipe's report.
+    """The run-time sentence of a recipe's report when OUT has no runtime.tsv (a run made before
+    the recipes kept it, or a report made by hand): SECONDS, this invocation's wall time.
 
-    With OUT/runtime.tsv (the recipe appends 'seconds<TAB>command' per invocation, this one
-    last) the sentence lists every invocation into OUT and their summed time: the cost of a run
-    made in parts. A line whose command starts with '(' marks invocations made before the file
-    was kept (their time is unknown: the sum is then a lower bound).
-
-    Without it: SECONDS is this invocation's wall time. ARTEFACTS is a glob (relative to OUT) of
-    files that each mark one computed artefact (e.g. 'runs/*/run.key'); those older than this
-    invocation's start were reused from a cache made by an earlier run, and then the sentence
-    says so instead of passing SECONDS off as the cost of the computation.
+    ARTEFACTS is a glob (relative to OUT) of files that each mark one computed artefact (e.g.
+    'runs/*/run.key'); those older than this invocation's start were reused from a cache made by
+    an earlier run, and then the sentence says so instead of passing SECONDS off as the cost of
+    the computation. With runtime.tsv, :func:`runtime_paragraph` is the one sentence builder.
     """
     seconds = int(seconds)
-    parts = read_runtime(out)
-    untimed = [c for _s, _t, c in parts if c.startswith("(")]
-    timed = [(s, c) for s, _t, c in parts if not c.startswith("(")]
-    if len(timed) > 1 or (timed and untimed):
-        total = sum(s for s, _c in timed)
-        listed = "; ".join(f"part {k}: {s:,} s `{c}`" for k, (s, c) in enumerate(timed, 1))
-        text = (f"Run time {_duration(total)} in all: the sum of the {len(timed)} invocations into "
-                f"this OUT_DIR ({RUNTIME_FILE}; each later part resumed from the cached artefacts of "
-                f"the earlier ones, measured by the recipe): {listed}")
-        if untimed:
-            text += ("; plus earlier invocations made before the recipe kept runtime.tsv, whose time "
-                     "is not known, so this sum is a lower bound")
-        return text
-    if timed:
-        seconds, command = timed[0]
-        text = f"Run time {_duration(seconds)} (`{command}`, measured by the recipe)"
-    else:
-        text = f"Run time {_duration(seconds)} (this invocation, measured by the recipe)"
+    text = f"Run time {seconds} s = {hms(seconds)} (this invocation, measured by the recipe)"
     start = (time.time() if started is None else started) - seconds - 2
     files = [p for p in glob.glob(os.path.join(out, artefacts), recursive=True) if os.path.isfile(p)]
     reused = [p for p in files if os.path.getmtime(p) < start]
-    if (files and reused) or untimed:
+    if files and reused:
         text += (f"; {len(reused)} of {len(files)} artefacts were reused from the cache of an earlier "
                  "invocation, so this is NOT the cost of the computation (see that run's log)")
     return text
@@ -203,13 +178,17 @@ def runtime_paragraph(out: str, seconds: int | float, artefacts: str, command: s
     Without runtime.tsv: COMMAND and the sentence of :func:`run_time`.
     """
     parts = read_runtime(out)
+    # '(earlier invocations ...: not timed)': recipe_runtime_begin's marker, written when OUT
+    # already held artefacts the first time the recipe kept runtime.tsv
+    untimed = any(p[2].startswith("(") for p in parts)
+    parts = [p for p in parts if not p[2].startswith("(")]
     if not parts:
         made = f"Made by `{command}`. " if command else ""
         return made + run_time(seconds, out, artefacts) + "."
     total = sum(p[0] for p in parts)
     starts = [p[1] for p in parts if p[1] is not None]
     files = [p for p in glob.glob(os.path.join(out, artefacts), recursive=True) if os.path.isfile(p)]
-    unrecorded = bool(starts and files and min(os.path.getmtime(p) for p in files) < min(starts) - 2)
+    unrecorded = untimed or bool(starts and files and min(os.path.getmtime(p) for p in files) < min(starts) - 2)
     if len(parts) == 1:
         text = (f"Made by `{parts[0][2]}`. Run time {total} s = {hms(total)} (one invocation, measured by the "
                 "recipe; OUT/runtime.tsv)")

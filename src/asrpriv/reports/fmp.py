@@ -20,7 +20,7 @@ import argparse
 import os
 import sys
 
-from asrpriv.reports.common import ci as common_ci, data_name, data_paragraph, mean_of_draws, read_json, run_time
+from asrpriv.reports.common import ci as common_ci, data_name, data_paragraph, mean_of_draws, read_json, runtime_paragraph
 
 # paper 000, Table 2 (AMI Meeting): baseline (T=0) and FMP after T rounds, WER %
 PAPER_T = {0: 32.83, 1: 31.44, 2: 31.34, 5: 31.27, 10: 31.24}
@@ -168,7 +168,9 @@ def main(argv: list[str] | None = None) -> int:
         f"reference words). Tuning clients (interpolation weights, lambda; excluded from every number "
         f"below): {args.tune_clients}. Chosen there: {weights(out, 'baseline')}, lambda = {args.lam}. "
         f"alpha = 0.5, beta = 0.25, sigma = 5 unless a row says otherwise; factors renormalized "
-        f"over the NNLM vocabulary. {run_time(args.seconds, out, 'runs/*/run.key')}.",
+        "over the NNLM vocabulary.",
+        "",
+        runtime_paragraph(out, args.seconds, "runs/*/run.key"),
         "",
         f"Intervals: 95% bootstrap percentile intervals over utterances ({boot.get('resamples', '?')} "
         f"resamples, seed {boot.get('seed', '?')}); a difference's interval resamples both systems' "

@@ -34,7 +34,7 @@ import os
 import statistics
 import sys
 
-from asrpriv.reports.common import data_name, data_paragraph, diff_ci, fmt_eps, read_json, run_time, with_interval
+from asrpriv.reports.common import data_name, data_paragraph, diff_ci, fmt_eps, read_json, runtime_paragraph, with_interval
 
 COLUMNS = ["method", "unit", "epsilon", "delta", "wer", "wer_lo", "wer_hi", "draws"]
 METHODS = {
@@ -128,8 +128,7 @@ def markdown(out: str, points: list[dict], refs: dict, data: str | None, seconds
     any_ref = next(iter(refs.values()), None) or (points[0]["reports"][0] if points else {})
     L = ["# Privacy-utility frontier: WER against epsilon for three private personalization methods", "",
          data_paragraph(data), ""]
-    if command:
-        L += [f"Made by `{command}`. {run_time(seconds, out, 'points/*/*/d*/hyp.txt')}.", ""]
+    L += [runtime_paragraph(out, seconds, "points/*/*/d*/hyp.txt", command), ""]
     L += [f"Same evaluation set and first pass for every point: the dev N-best lists of the evaluation "
           f"clients ({any_ref.get('sentences', '?')} utterances, {any_ref.get('ref_words', '?')} reference "
           "words; the tuning clients, which chose the rescoring weights, are excluded). WER: percent; "
