@@ -51,7 +51,7 @@ def data_paragraph(data_dir: str | None) -> str:
 RUNTIME_FILE = "runtime.tsv"   # OUT/runtime.tsv: one 'seconds<TAB>start<TAB>command' line per invocation
 
 
-def run_time(seconds: int | float, out: str, artefacts: str, started: float | None = None) -> str:
+def run_time(seconds: int | float, out: str, artefacts: str) -> str:
     """The run-time sentence of a recipe's report when OUT has no runtime.tsv (a run made before
     the recipes kept it, or a report made by hand): SECONDS, this invocation's wall time.
 
@@ -62,7 +62,7 @@ def run_time(seconds: int | float, out: str, artefacts: str, started: float | No
     """
     seconds = int(seconds)
     text = f"Run time {seconds} s = {hms(seconds)} (this invocation, measured by the recipe)"
-    start = (time.time() if started is None else started) - seconds - 2
+    start = time.time() - seconds - 2   # this invocation's start, with 2 s of slack
     files = [p for p in glob.glob(os.path.join(out, artefacts), recursive=True) if os.path.isfile(p)]
     reused = [p for p in files if os.path.getmtime(p) < start]
     if files and reused:
