@@ -1,0 +1,1 @@
+"""Statistics shared by the steps and reports: multiple-comparison corrections."""
