@@ -19,7 +19,11 @@ leaves:
            (no lm_cost: am_score only); or lmrescore_nbest.sh's archives.J/ (words_text,
            acwt, lmwt.withlm): one of them, or the decode dir holding them (merged);
            or a lattice-to-nbest archive in text form (ark,t:; --words for integer ids);
-           a lattice is refused (run lattice-to-nbest)
+           a lattice is refused (use --from kaldi-lattice)
+  kaldi-lattice  Kaldi lattices in text form (lattice-copy ... ark,t:-; a file, '-' or
+           an ark,t: specifier): the --n best distinct word sequences under
+           graph + S*acoustic (S = --acoustic-scale), as lattice-to-nbest +
+           nbest-to-linear; am = -acoustic cost, lm = -graph cost (unscaled)
   espnet   decoding directory with 1best_recog/, 2best_recog/, ... (text, score), or
            asr.sh's decode dir / logdir with output.J/ job folders, merged
   nemo     beams file (text<TAB>score, beam-size lines per entry) + --manifest,
@@ -43,7 +47,7 @@ reader refuses, so 'import-nbest ... | rescore-nbest' fails too (scripts: set -o
 
 @click.command("import-nbest", help=HELP)
 @click.option("--from", "source", required=True,
-              type=click.Choice(["kaldi", "espnet", "nemo", "srilm", "icefall", "tsv"]),
+              type=click.Choice(["kaldi", "kaldi-lattice", "espnet", "nemo", "srilm", "icefall", "tsv"]),
               help="Format of PATH.")
 @click.argument("path", metavar="PATH")
 @click.option("--manifest", default=None, metavar="FILE",
@@ -54,10 +58,16 @@ reader refuses, so 'import-nbest ... | rescore-nbest' fails too (scripts: set -o
 @click.option("--beam-size", type=click.IntRange(min=1), default=None,
               help="nemo: candidates per utterance in the beams file (default: lines / entries).")
 @click.option("--words", "words", default=None, metavar="words.txt",
-              help="kaldi: symbol table; read words.int instead of text.")
+              help="kaldi: symbol table; read words.int instead of text. kaldi-lattice: the "
+                   "symbol table of the lattices' word ids.")
+@click.option("--n", "n_best", type=click.IntRange(min=1), default=None, metavar="N",
+              help="kaldi-lattice: distinct word sequences per lattice (default 10; "
+                   "lattice-to-nbest --n).")
 @click.option("--acoustic-scale", type=FiniteFloat(min=0.0, min_open=True), default=1.0,
               show_default=True,
-              help="kaldi: am_score = -SCALE * ac_cost (1 keeps Kaldi's unscaled acoustic log-likelihood).")
+              help="kaldi: am_score = -SCALE * ac_cost (1 keeps Kaldi's unscaled acoustic "
+                   "log-likelihood). kaldi-lattice: the acoustic scale that ranks the paths "
+                   "(lattice-to-nbest --acoustic-scale); the costs are written unscaled.")
 @click.option("--map", "mapping", default=None, metavar="SRC=OURS,...",
               help="tsv: rename source columns to ours (utt_id, text, rank, am_score, lm_score, "
                    "score, confidence, client), e.g. hyp=text,key=utt_id.")
@@ -71,24 +81,26 @@ reader refuses, so 'import-nbest ... | rescore-nbest' fails too (scripts: set -o
               help=TOKENS_HELP + " Default: 'srilm' for --from srilm, else none.")
 @output_option
 @common_options
-def import_nbest(source, path, manifest, id_field, beam_size, words, acoustic_scale, mapping,
+def import_nbest(source, path, manifest, id_field, beam_size, words, n_best, acoustic_scale, mapping,
                  delimiter, log_base, ref_out, drop_tokens, output) -> None:
     from asrpriv.errors import AsrprivError
     from asrpriv.commands.options import info
 
     given = {"--manifest": manifest, "--id-field": id_field, "--beam-size": beam_size,
-             "--words": words, "--map": mapping, "--delimiter": delimiter, "--ref-out": ref_out}
-    allowed = {"kaldi": {"--words"}, "nemo": {"--manifest", "--id-field", "--beam-size"},
+             "--words": words, "--n": n_best, "--map": mapping, "--delimiter": delimiter, "--ref-out": ref_out}
+    allowed = {"kaldi": {"--words"}, "kaldi-lattice": {"--words", "--n"}, "nemo": {"--manifest", "--id-field", "--beam-size"},
                "tsv": {"--map", "--delimiter"}, "icefall": {"--ref-out"}}.get(source, set())
     for name, value in given.items():
         if value is not None and name not in allowed:
             raise AsrprivError(f"{name} does not apply to --from {source}")
-    if acoustic_scale != 1.0 and source != "kaldi":
+    if acoustic_scale != 1.0 and source not in ("kaldi", "kaldi-lattice"):
         raise AsrprivError(f"--acoustic-scale does not apply to --from {source}")
     if log_base != "e" and source != "tsv":
         raise AsrprivError(f"--log-base does not apply to --from {source}")
     options = {"words": words, "acoustic_scale": acoustic_scale, "manifest": manifest,
                "id_field": id_field, "beam_size": beam_size}
+    if source == "kaldi-lattice":
+        options["n"] = n_best if n_best is not None else 10
     if source == "tsv":
         from asrpriv.io.importers.tsv import parse_map
 

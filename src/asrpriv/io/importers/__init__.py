@@ -14,6 +14,7 @@ import importlib
 #: ``--from`` name -> module under asrpriv.io.importers
 FORMATS: dict[str, str] = {
     "kaldi": "kaldi",
+    "kaldi-lattice": "kaldi_lattice",
     "espnet": "espnet",
     "nemo": "nemo",
     "srilm": "srilm",
@@ -34,12 +35,25 @@ class _Discard:
         return len(text)
 
 
+def read_once(path: str) -> bool:
+    """True when ``path`` can be read only once: ``-`` (stdin), or a Kaldi specifier whose
+    stream is stdin or a command (``ark,t:-``, ``ark:gunzip -c x.gz |``)."""
+    if path == "-":
+        return True
+    from asrpriv.io import kaldi_tables
+
+    if kaldi_tables.is_specifier(path):
+        rx = kaldi_tables.parse(path).rx
+        return rx == "-" or rx.endswith("|")
+    return False
+
+
 def import_nbest(source: str, path: str, output: str | None = "-", drop: frozenset[str] = frozenset(),
                  ref_out: str | None = None, **options):
     """The ``import-nbest`` step: read ``path`` in format ``source``, write our N-best TSV.
 
     The whole input is read and checked first (a pass that writes nothing; not for ``-``,
-    stdin cannot be read twice), then written to ``output`` (``-``/None = stdout; a file is
+    stdin cannot be read twice, nor a Kaldi specifier's stdin or command: :func:`read_once`), then written to ``output`` (``-``/None = stdout; a file is
     atomic). A failure while writing to stdout ends the stream with
     :data:`asrpriv.io.nbest.ABORT_MARKER`. ``drop``: tokens removed from every text.
 
@@ -55,13 +69,14 @@ def import_nbest(source: str, path: str, output: str | None = "-", drop: frozens
 
     import os
 
-    if os.path.exists(path) and not os.path.isdir(path):  # read twice: never a FIFO
+    once = read_once(path)
+    if not once and os.path.exists(path) and not os.path.isdir(path):  # read twice: never a FIFO
         from asrpriv.io.lines import require_regular_file
 
         require_regular_file(path, "an N-best file to import")
     module = importer(source)
     with contextlib.ExitStack() as stack:
-        if path != "-":
+        if not once:
             write_table(module.read(path, **{**options, "ref_out": None}), _Discard(), drop)
         if ref_out is not None:
             options["ref_out"] = stack.enter_context(open_output(ref_out))

@@ -53,9 +53,8 @@ A folder with ``text`` and ``ac_cost`` but no ``lm_cost`` (``nbest-to-linear`` w
 ``ark:/dev/null`` for the LM costs) gives ``am_score`` only: rescore it with an LM
 (``rescore-nbest --ngram/--nnlm``).
 
-A Kaldi *lattice* archive (a key without ``-N``, or a state with two arcs) and a binary
-archive are refused before anything is written: run ``lattice-to-nbest`` (and
-``lattice-copy ... ark,t:-``) first.
+A Kaldi *lattice* archive (a key without ``-N``, or a state with two arcs) is refused before
+anything is written: read it with ``--from kaldi-lattice`` (:mod:`.kaldi_lattice`).
 
 The three tables are read in lockstep (``nbest-to-linear`` writes them in the same order),
 so memory does not grow with the input; a key that differs between them is an error.
@@ -301,12 +300,15 @@ def _archive_rows(path: str, symbols, acoustic_scale: float) -> Iterator[Row]:
             continue
         if key is None:
             if len(fields) != 1:
+                if not fields[0].isdigit() and not any("," in f for f in fields):
+                    raise InputError(path, lineno, f"key {line.strip()!r} holds white space: a "
+                                                   "Kaldi key is one token (UTT-N here)")
                 raise InputError(path, lineno, "expected a key line (UTT-N) starting an N-best path: "
                                                "not a text-form lattice-to-nbest archive")
             key, start = fields[0], lineno
             if not _NBEST_KEY.match(key):
                 raise InputError(path, lineno, f"key {key!r} is not UTT-N: a Kaldi lattice, not an "
-                                               "N-best archive (run lattice-to-nbest first)")
+                                               "N-best archive: read it with --from kaldi-lattice")
             continue
         if not fields[0].isdigit():
             raise InputError(path, lineno, f"expected a state number, got {fields[0]!r}")
@@ -325,7 +327,7 @@ def _archive_rows(path: str, symbols, acoustic_scale: float) -> Iterator[Row]:
             raise InputError(path, lineno, f"expected a state number, got {dst_field!r}")
         if src in arcs:
             raise InputError(path, lineno, f"lattice {key!r} branches at state {src}: not an "
-                                           "N-best path (run lattice-to-nbest first)")
+                                           "N-best path: read the lattice with --from kaldi-lattice")
         arcs[src] = (int(dst_field), word, *_weight(weight, path, lineno), lineno)
     if key is not None:
         yield finish()
