@@ -12,9 +12,15 @@ from asrpriv.commands.options import (FiniteFloat, check_output_path, common_opt
 
 @click.command("score-wer")
 @click.option("--ref", "ref_path", required=True, metavar="REF",
-              help="Reference transcript, Kaldi text or sclite trn ('-' = stdin).")
+              help="Reference transcript, Kaldi text or sclite trn ('-' = stdin), a Kaldi table "
+                   "(ark,t:FILE, ark,t:-, 'ark:gunzip -c text.gz |', scp:FILE) or a lhotse "
+                   "supervision/cut manifest (.jsonl.gz).")
 @click.option("--hyp", "hyp_path", required=True, metavar="HYP",
-              help="Hypothesis transcript (system A), Kaldi text or sclite trn ('-' = stdin).")
+              help="Hypothesis transcript (system A), Kaldi text or sclite trn ('-' = stdin), or "
+                   "a Kaldi table (ark,t:-, ark:words.ark with --words, scp:FILE).")
+@click.option("--words", "words_path", default=None, metavar="words.txt",
+              help="Kaldi symbol table: REF/HYP/HYP2 given as Kaldi tables hold word ids "
+                   "(text or binary, e.g. nbest-to-linear's or lattice-best-path's words archive).")
 @click.option("--compare", "compare_path", default=None, metavar="HYP2",
               help="A second hypothesis (system B): add the MAPSSWE test of A against B, "
                    "as sc_stats -t mapsswe (segments bounded by 2 words correct in both).")
@@ -64,7 +70,8 @@ from asrpriv.commands.options import (FiniteFloat, check_output_path, common_opt
               help="Remove Unicode punctuation at both edges of every word (keeps i'm, "
                    "well-known); words made only of punctuation are dropped.")
 @click.option("--utt2spk", "utt2spk_path", default=None, metavar="FILE",
-              help="Kaldi utt2spk map: add a per-speaker table (every reference id needs one).")
+              help="Kaldi utt2spk map: add a per-speaker table (every reference id needs one); "
+                   "or a lhotse manifest (MANIFEST[#FIELD], the speaker by default).")
 @click.option("--details", "details_path", default=None, metavar="FILE", callback=check_output_path,
               help="Write per-utterance alignments (REF/HYP/Eval lines with S/D/I marks, like "
                    "sclite pralign) of HYP to FILE, atomically.")
@@ -80,7 +87,7 @@ from asrpriv.commands.options import (FiniteFloat, check_output_path, common_opt
                    "'default' list.")
 @output_option
 @common_options
-def score_wer(ref_path: str, hyp_path: str, compare_path: str | None, input_format: str,
+def score_wer(ref_path: str, hyp_path: str, words_path: str | None, compare_path: str | None, input_format: str,
               id_field: str | None, optional_deletable: bool, subset: bool,
               missing_as_deletions: bool, ignore_id_case: bool, encoding: str,
               bootstrap_n: int | None,
@@ -144,7 +151,7 @@ def score_wer(ref_path: str, hyp_path: str, compare_path: str | None, input_form
                 raise AsrprivError("--subset does not apply to ctm hypotheses (every stm segment is scored)")
         else:
             fmt = input_format
-            opts = dict(fold_ids=ignore_id_case, encoding=encoding)
+            opts = dict(fold_ids=ignore_id_case, encoding=encoding, words=words_path)
             ref = read_transcript(ref_path, fmt, normalizer, "text", id_field,
                                   optional_deletable=optional_deletable, **opts)
             if optional_deletable and ref.format != "trn":

@@ -9,6 +9,13 @@ from asrpriv.commands.options import common_options, output_option
 
 @click.command("select-text")
 @click.argument("input_path", metavar="[TEXT]", default="-")
+@click.option("--out-format", type=click.Choice(["text", "kaldi"]), default="text",
+              show_default=True,
+              help="kaldi: -o is a Kaldi wspecifier (ark,t:FILE, ark,t:-, 'ark:| gzip -c > "
+                   "text.gz', ark,scp:A.ark,A.scp) and the lines are written as a Kaldi table.")
+@click.option("--words", "words", metavar="words.txt", default=None,
+              help="With --out-format kaldi: write word ids of this symbol table (binary "
+                   "int32 vectors unless ark,t:).")
 @click.option("--ids/--no-ids", default=True, show_default=True,
               help="Kaldi text: the first field of a line is the utterance id, not a word.")
 @click.option("--id-regex", metavar="RE", default=None,
@@ -38,9 +45,12 @@ from asrpriv.commands.options import common_options, output_option
                    "file (train-ngram --classes).")
 @output_option
 @common_options
-def select_text(input_path, ids, id_regex, exclude_id_regex, max_words_per_line, every, drop_every,
+def select_text(input_path, out_format, words, ids, id_regex, exclude_id_regex, max_words_per_line, every, drop_every,
                 max_words, words_of, spread, count_words, vocab, membership, output):
     """Select lines of text (default: Kaldi text, 'utt_id word ...'), in file order.
+
+    TEXT may be a file, '-', a Kaldi table (ark,t:-, 'ark:gunzip -c text.gz |', scp:FILE)
+    or a lhotse supervision/cut manifest (.jsonl.gz; its supervisions' text).
 
     Filters apply in the order of the options below; the output is the selected lines, or
     their word count (--count-words), vocabulary (--vocab) or class-mapped text (--classes).
@@ -59,4 +69,5 @@ def select_text(input_path, ids, id_regex, exclude_id_regex, max_words_per_line,
                            max_words_per_line=max_words_per_line, every=every,
                            drop_every=drop_every, max_words=max_words, words_of=words_of,
                            spread=spread, count_words=count_words, vocab=vocab,
-                           classes=membership, output=output))
+                           classes=membership, output=output, out_format=out_format,
+                           words=words))

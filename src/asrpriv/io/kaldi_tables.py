@@ -40,7 +40,7 @@ from asrpriv.errors import AsrprivError, InputError
 #: ``ark:``/``scp:`` with options, as Kaldi's ClassifyRspecifier accepts them
 _SPEC = re.compile(r"^(?P<opts>[a-z]+(?:,[a-z]+)*):(?P<rx>.*)$", re.S)
 _OPTIONS = {"ark", "scp", "t", "b", "s", "cs", "o", "p", "ns", "nt", "no", "np", "f", "nf"}
-KINDS = ("tokens", "int32s", "float")
+KINDS = ("tokens", "int32s", "float", "int32s_or_tokens")
 
 
 def is_specifier(path: str | None) -> bool:
@@ -219,7 +219,7 @@ def _key(raw: bytes, name: str, lineno: int) -> str:
 
 
 def _text_value(rest: str, name: str, lineno: int, kind: str):
-    if kind == "tokens":
+    if kind in ("tokens", "int32s_or_tokens"):
         return rest.split()
     toks = rest.split()
     if kind == "int32s":
@@ -244,7 +244,7 @@ def _binary_value(stream: BinaryIO, name: str, key: str, kind: str):
         raise InputError(name, None, f"entry {key!r}: a binary value where a token vector (text) "
                                      "was expected; give --words words.txt for word ids")
     size = stream.read(1)
-    if kind == "int32s":
+    if kind in ("int32s", "int32s_or_tokens"):
         if size != b"\4":
             raise InputError(name, None, f"entry {key!r}: not a binary int32 vector "
                                          f"(type byte {size!r}); expected word ids")
@@ -345,27 +345,41 @@ def iter_lines(spec: str) -> Iterator[tuple[int, str]]:
 
 
 def read_tokens(spec: str, symbols: dict[str, str] | None = None) -> Iterator[Entry]:
-    """Token-vector entries of ``spec``; with ``symbols`` (``{id: word}``, a words.txt) the
-    table holds word ids (text or binary) mapped to words."""
+    """Token-vector entries of ``spec``; with ``symbols`` (``{id: word}``, a words.txt) binary
+    entries are word ids (``int32s``) mapped to words, and so are text entries when the first
+    non-empty one is all integers (a table of ids); a table of words stays words, so one
+    ``--words`` serves a text reference and an id hypothesis alike."""
     if symbols is None:
         yield from iter_table(spec, "tokens")
         return
-    for e in iter_table(spec, "int32s"):
+    ids_mode: bool | None = None
+    for e in iter_table(spec, "int32s_or_tokens"):
+        values = e.value
+        if any(isinstance(v, str) for v in values):  # a text entry: its tokens as written
+            if values[:1] == ["["] and values[-1:] == ["]"] and all(_is_int(t) for t in values[1:-1]):
+                values = values[1:-1]  # kaldiio's text form of a vector
+            if ids_mode is None and values:
+                ids_mode = all(_is_int(t) for t in values)
+            if not ids_mode:
+                yield Entry(e.key, list(values), e.path, e.line)
+                continue
+            if not all(_is_int(t) for t in values):
+                raise InputError(e.path, e.line, f"expected word ids (the table's first entry "
+                                                 f"holds ids), got {' '.join(values)!r}")
         try:
-            words = [symbols[str(i)] for i in e.value]
+            words = [symbols[str(int(i))] for i in values]
         except KeyError as err:
             raise InputError(e.path, e.line, f"word id {err.args[0]} of {e.key!r} is not in the "
                                              "symbol table") from None
         yield Entry(e.key, words, e.path, e.line)
 
 
-def write_table(spec: str, entries, symbols_inv: dict[str, int] | None = None) -> int:
-    """Write ``(key, words)`` pairs to a wspecifier: ``ark,t:FILE`` / ``ark,t:-`` /
-    ``ark:| COMMAND`` / ``ark,scp:A.ark,A.scp``; with ``symbols_inv`` (``{word: id}``) as
-    int32 vectors (binary unless ``t``), else as token vectors (text, as Kaldi writes them).
-    Returns the number of entries written."""
-    from kaldiio.utils import open_like_kaldi
+def _is_int(token: str) -> bool:
+    return token.isdigit() or (token[:1] == "-" and token[1:].isdigit())
 
+
+def _write_targets(spec: str) -> tuple[str, str | None, bool]:
+    """``(archive rx, scp file or None, text)`` of a wspecifier."""
     m = _SPEC.match(spec)
     if not m or not is_specifier(spec):
         raise AsrprivError(f"{spec}: not a Kaldi wspecifier (ark,t:FILE, ark:-, ark,scp:A.ark,A.scp)")
@@ -380,40 +394,74 @@ def write_table(spec: str, entries, symbols_inv: dict[str, int] | None = None) -
         rx, scp_path = (p.strip() for p in rx.split(",", 1))
         if rx == "-" or rx.endswith("|") or rx.startswith("|"):
             raise AsrprivError(f"{spec}: ark,scp: needs a file for the archive (offsets)")
-    text = "t" in opts
+    if rx.endswith("|"):
+        raise AsrprivError(f"{spec}: 'COMMAND |' is an input; write to '| COMMAND'")
+    if not rx:
+        raise AsrprivError(f"{spec}: no file, '-' or '| COMMAND' after 'ark:'")
+    return rx, scp_path, "t" in opts
+
+
+def check_writable(spec: str, what: str = "-o") -> None:
+    """Fail early when the file(s) of a wspecifier cannot be written."""
+    from asrpriv.io.output import check_writable as check_file
+
+    rx, scp_path, _text = _write_targets(spec)
+    for p in (rx, scp_path):
+        if p is not None and p != "-" and not p.startswith("|"):
+            check_file(p, what)
+
+
+def write_table(spec: str, entries, symbols_inv: dict[str, int] | None = None) -> int:
+    """Write ``(key, words)`` pairs to a wspecifier: ``ark,t:FILE`` / ``ark,t:-`` /
+    ``ark:| COMMAND`` / ``ark,scp:A.ark,A.scp``; with ``symbols_inv`` (``{word: id}``) as
+    int32 vectors (binary unless ``t``: Kaldi's ``BasicVectorHolder<int32>``), else as token
+    vectors (text, as Kaldi's ``TokenVectorHolder`` always writes them). A file is written
+    atomically (:func:`asrpriv.io.output.open_output`); a command's failure is an error.
+    Returns the number of entries written."""
+    import contextlib
+
+    from asrpriv.io.output import open_output
+
+    rx, scp_path, text = _write_targets(spec)
     binary_ids = symbols_inv is not None and not text
-    stream = open_like_kaldi(rx if not rx.endswith("|") else rx, "wb") if rx != "-" else None
-    if stream is None:
-        from asrpriv.io.output import stdout_stream
-
-        out = stdout_stream(binary=True)
-        close = out.flush
-    else:
-        out, close = stream, stream.close
+    offsets: list[tuple[str, int]] = []
     n = 0
-    offsets = []
-    try:
-        for key, words in entries:
-            out.write(key.encode("utf-8") + b" ")
-            offsets.append((key, out.tell() if scp_path else None))
-            if symbols_inv is not None:
-                try:
-                    ids = [symbols_inv[w] for w in words]
-                except KeyError as err:
-                    raise AsrprivError(f"{key}: word {err.args[0]!r} is not in the symbol table") from None
-                if binary_ids:
-                    out.write(b"\0B\4" + struct.pack("<i", len(ids))
-                              + b"".join(b"\4" + struct.pack("<i", i) for i in ids))
-                    n += 1
-                    continue
-                words = [str(i) for i in ids]
-            out.write(" ".join(words).encode("utf-8") + b"\n")
-            n += 1
-    finally:
-        close()
+    with contextlib.ExitStack() as stack:
+        proc = None
+        if rx.startswith("|"):
+            command = rx[1:].strip()
+            proc = subprocess.Popen(command, shell=True, stdin=subprocess.PIPE)  # noqa: S602
+            out = proc.stdin
+        else:
+            out = stack.enter_context(open_output(rx, "wb"))
+        try:
+            for key, words in entries:
+                if not key or any(ch.isspace() for ch in key):
+                    raise AsrprivError(f"{spec}: bad key {key!r}")
+                out.write(key.encode("utf-8") + b" ")
+                if scp_path:
+                    offsets.append((key, out.tell()))
+                if symbols_inv is not None:
+                    try:
+                        ids = [symbols_inv[w] for w in words]
+                    except KeyError as err:
+                        raise AsrprivError(f"{key}: word {err.args[0]!r} is not in the symbol "
+                                           "table (--words)") from None
+                    if binary_ids:
+                        out.write(b"\0B\4" + struct.pack("<i", len(ids))
+                                  + b"".join(b"\4" + struct.pack("<i", i) for i in ids))
+                        n += 1
+                        continue
+                    words = [str(i) for i in ids]
+                out.write(" ".join(words).encode("utf-8") + b"\n")
+                n += 1
+        finally:
+            if proc is not None:
+                out.close()
+                status = proc.wait()
+                if status != 0:
+                    raise AsrprivError(f"{spec}: command '{rx[1:].strip()}' exited with status {status}")
     if scp_path:
-        from asrpriv.io.output import open_output
-
         with open_output(scp_path) as f:
             for key, off in offsets:
                 f.write(f"{key} {rx}:{off}\n")

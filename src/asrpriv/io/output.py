@@ -56,6 +56,11 @@ def check_writable(path: str | None, what: str = "-o") -> None:
     if path is None or str(path) == "-":
         return
     path = str(path)
+    from asrpriv.io import kaldi_tables
+
+    if kaldi_tables.is_specifier(path) and not os.path.exists(path):
+        kaldi_tables.check_writable(path, what)  # a Kaldi wspecifier: its file(s)
+        return
     if os.path.isdir(path):
         raise AsrprivError(f"{path}: is a directory ({what} expects a file)")
     target = resolve_target(path)

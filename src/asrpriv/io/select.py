@@ -220,7 +220,9 @@ def words_of(line: str, ids: bool) -> int:
 
 def count_words(path: str, ids: bool = True) -> int:
     """Words of a text file (fields after the id of each line with ``ids``)."""
-    return total_words((line for _n, line in iter_lines(path)), ids)
+    from asrpriv.io.kaldi import text_lines
+
+    return total_words((line for _n, line in text_lines(path)), ids)
 
 
 def sample_step(words: int, max_words: int) -> int:
@@ -251,9 +253,11 @@ def select_lines(path: str, ids: bool = True, id_regex: str | None = None,
             raise AsrprivError(f"{name} must be >= 1, got {k}")
     if max_words_per_line is not None and max_words_per_line < 0:
         raise AsrprivError(f"--max-words-per-line must be >= 0, got {max_words_per_line}")
+    from asrpriv.io.kaldi import text_lines
+
     out = []
     n = 0  # lines that passed the id filters
-    for _lineno, line in iter_lines(path):
+    for _lineno, line in text_lines(path):
         if keep or drop:
             first = line.split(None, 1)[0] if line.split() else ""
             if (keep and not keep.search(first)) or (drop and drop.search(first)):
@@ -341,6 +345,11 @@ class SelectTextSettings:
     vocab: bool = False
     classes: str | None = None
     output: str = "-"
+    #: ``kaldi``: ``output`` is a Kaldi wspecifier (``ark,t:FILE``, ``ark:| gzip -c > x.gz``,
+    #: ``ark,scp:A.ark,A.scp``) and the selected lines are written as a table, of word ids
+    #: with ``words`` (a words.txt; binary unless ``t``)
+    out_format: str = "text"
+    words: str | None = None
 
 
 def select_text(s: SelectTextSettings) -> SelectResult:
@@ -359,6 +368,26 @@ def select_text(s: SelectTextSettings) -> SelectResult:
     if s.max_words:
         total = count_words(s.words_of, s.ids) if s.words_of else None
         lines = sample_lines(lines, s.max_words, s.ids, total, s.spread)
+    if s.out_format == "kaldi":
+        if s.count_words or s.vocab:
+            raise AsrprivError("--out-format kaldi writes lines (not --count-words or --vocab)")
+        from asrpriv.io.kaldi import write_lines
+
+        if s.classes:
+            from asrpriv.io.classes import read_class_map
+
+            lines = [line.rstrip("\n") for line in map_lines(lines, read_class_map(s.classes), s.ids)]
+        if not s.ids:
+            raise AsrprivError("--out-format kaldi needs --ids (a table is keyed by utterance id)")
+        write_lines(s.output, lines, s.words)
+        return SelectResult(s.output, len(lines))
+    if s.words is not None:
+        raise AsrprivError("--words applies to --out-format kaldi")
+    if s.output not in (None, "-"):
+        from asrpriv.io import kaldi_tables
+
+        if kaldi_tables.is_specifier(s.output):
+            raise AsrprivError(f"-o {s.output}: a Kaldi wspecifier needs --out-format kaldi")
     with open_output(s.output) as out:
         if s.count_words:
             out.write(f"{total_words(lines, s.ids)}\n")

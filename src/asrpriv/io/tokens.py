@@ -15,13 +15,39 @@ sentence boundaries, which every LM adds itself; ``NBestList::removeNoise``
 ``<s>``, ``</s>`` and ``-pau-`` are not words: :data:`SRILM_NON_EVENTS`.
 
 :data:`DEFAULT_DROP` adds the silence and noise markers that Kaldi recipes and CMU Sphinx
-put in hypotheses (``[noise]``, ``<sil>``, ...). ``<unk>`` is *not* in it: an unknown word was
-a spoken word, and dropping it would turn a substitution into a deletion.
+put in hypotheses (``[noise]``, ``<sil>``, ...) and the non-speech tokens of three
+transcription conventions, each also a named list:
+
+* ``swbd`` (:data:`SWBD_FISHER`): Switchboard as the Mississippi State transcripts write it
+  (``[noise]``, ``[vocalized-noise]``, ``[laughter]``, ``[silence]``; Kaldi
+  egs/swbd/s5c/local/swbd1_data_prep.sh: "we have [NOISE], [VOCALIZED-NOISE], [LAUGHTER],
+  [SILENCE]"), and Fisher as LDC transcribed it (``[laugh]``, ``[sigh]``, ``[cough]``,
+  ``[mn]``, ``[breath]``, ``[lipsmack]``, ``[sneeze]``, ``[pause]``, ``[[skip]]``: the tokens
+  that Kaldi egs/fisher_english/s5/local/fisher_data_prep.sh and
+  egs/ami/s5b/local/fisher_map_words.pl map to noise or remove);
+* ``ami`` (:data:`AMI_ICSI`): the non-speech words of the AMI and ICSI meeting recipes'
+  lexicons (``[laughter]``, ``[noise]``; egs/ami/s5b/local/ami_prepare_dict.sh,
+  egs/icsi/s5/local/icsi_prepare_dict.sh), to which those recipes map the corpora's
+  ``<VocalSound>``/``<NonVocalSound>`` events and the Fisher tokens above;
+* ``chime`` (:data:`CHIME`): the CHiME-5/6 transcription conventions (Barker et al.,
+  "The fifth 'CHiME' Speech Separation and Recognition Challenge", Interspeech 2018):
+  ``[noise]``, ``[laughs]``, ``[inaudible]`` (egs/chime6/s5_track1/local/prepare_dict.sh;
+  prepare_data.sh folds ``[inaudible 0:12:34]`` to ``[inaudible]``). ``[redacted]`` is not
+  in it: it stands for words that were spoken.
+
+(Kaldi paths at kaldi-asr/kaldi f4007661, 2025-07-22.) Upper-case spellings are included.
+``<unk>`` is in none of them: an unknown word was a spoken word, and dropping it would turn a
+substitution into a deletion.
 
 A drop specification (``--drop-tokens SPEC``) is comma-separated items, each ``none`` (no
-token), ``srilm`` (:data:`SRILM_NON_EVENTS`), ``default`` (:data:`DEFAULT_DROP`), ``@FILE``
-(one token per line, blank lines and lines starting with ``#`` skipped), or a literal token;
-the union is dropped. Tokens match exactly (case-sensitive).
+token), ``srilm`` (:data:`SRILM_NON_EVENTS`), ``swbd``, ``ami``, ``chime``, ``default``
+(:data:`DEFAULT_DROP`), ``@FILE`` (one token per line, blank lines and lines starting with
+``#`` skipped), ``=TOKEN`` (the literal token TOKEN, whatever it starts with: ``=@reject@``
+is Decipher's reject token ``@reject@``, ``=default`` the word ``default``, ``==x`` the token
+``=x``), or any other token, taken literally; the union is dropped. An item's first character
+decides: ``@`` is a file, ``=`` a literal, so the two never collide. A token cannot hold a
+comma or white space (put such tokens in an @FILE: a comma there is part of the token).
+Tokens match exactly (case-sensitive).
 """
 
 from __future__ import annotations
@@ -42,17 +68,50 @@ NOISE_MARKERS: tuple[str, ...] = (
     "<SPOKEN_NOISE>", "[SPEECH]", "++NOISE++",
 )
 
-#: ``--drop-tokens default``: SRILM's non-events and the noise markers
-DEFAULT_DROP: tuple[str, ...] = SRILM_NON_EVENTS + NOISE_MARKERS
 
-_NAMED = {"none": (), "srilm": SRILM_NON_EVENTS, "default": DEFAULT_DROP}
+def _both_cases(tokens: tuple[str, ...]) -> tuple[str, ...]:
+    out: list[str] = []
+    for t in tokens:
+        for v in (t, t.upper()):
+            if v not in out:
+                out.append(v)
+    return tuple(out)
+
+
+#: Switchboard (MS-State) and Fisher (LDC) non-speech tokens (module docstring)
+SWBD_FISHER: tuple[str, ...] = _both_cases((
+    "[noise]", "[vocalized-noise]", "[laughter]", "[silence]",
+    "[laugh]", "[sigh]", "[cough]", "[mn]", "[breath]", "[lipsmack]", "[sneeze]", "[pause]",
+    "[[skip]]",
+))
+#: AMI and ICSI meeting recipes' non-speech words (module docstring)
+AMI_ICSI: tuple[str, ...] = _both_cases(("[laughter]", "[noise]"))
+#: CHiME-5/6 transcription conventions (module docstring)
+CHIME: tuple[str, ...] = _both_cases(("[noise]", "[laughs]", "[inaudible]"))
+
+
+def _union(*lists: tuple[str, ...]) -> tuple[str, ...]:
+    out: list[str] = []
+    for tokens in lists:
+        out.extend(t for t in tokens if t not in out)
+    return tuple(out)
+
+
+#: ``--drop-tokens default``: SRILM's non-events, the noise markers and the three conventions
+DEFAULT_DROP: tuple[str, ...] = _union(SRILM_NON_EVENTS, NOISE_MARKERS, SWBD_FISHER, AMI_ICSI, CHIME)
+
+_NAMED = {"none": (), "srilm": SRILM_NON_EVENTS, "swbd": SWBD_FISHER, "ami": AMI_ICSI,
+          "chime": CHIME, "default": DEFAULT_DROP}
 
 #: help text shared by every step's ``--drop-tokens``
 HELP = ("Tokens that are not words, dropped from every hypothesis (and reference) before "
         "anything else: comma-separated items, each 'none', 'srilm' (SRILM's non-events "
-        "<s> </s> -pau-), 'default' (those and the Kaldi/Sphinx noise markers [noise] "
-        "[laughter] [vocalized-noise] <sil> !SIL <eps> <noise> <spoken_noise> [SPEECH] "
-        "++NOISE++, upper-case spellings too; not <unk>), '@FILE' (one token per line) or a "
+        "<s> </s> -pau-), 'swbd' (Switchboard/Fisher: [laugh] [laughter] [noise] "
+        "[vocalized-noise] [cough] [breath] [sigh] [lipsmack] [sneeze] [mn] ...), 'ami' "
+        "(AMI/ICSI: [laughter] [noise]), 'chime' (CHiME-5/6: [laughs] [noise] [inaudible]), "
+        "'default' (all of those and the Kaldi/Sphinx noise markers <sil> !SIL <eps> <noise> "
+        "<spoken_noise> [SPEECH] ++NOISE++, upper-case spellings too; not <unk>), '@FILE' "
+        "(one token per line), '=TOKEN' (TOKEN literally, e.g. '=@reject@') or a "
         "token. Same list in import-nbest, rescore-nbest, count-unigrams and score-wer "
         "(docs/FORMATS.md, 'Non-event and noise tokens').")
 
@@ -66,7 +125,14 @@ def parse_drop(spec: str | None, what: str = "--drop-tokens") -> frozenset[str]:
         item = item.strip()
         if not item:
             continue
-        if item in _NAMED:
+        if item.startswith("="):
+            token = item[1:]
+            if not token:
+                raise AsrprivError(f"{what}: '=' needs a token (=TOKEN)")
+            if any(ch.isspace() for ch in token):
+                raise AsrprivError(f"{what}: a token cannot hold white space: {token!r}")
+            tokens.add(token)
+        elif item in _NAMED:
             tokens.update(_NAMED[item])
         elif item.startswith("@"):
             tokens.update(read_token_file(item[1:], what))

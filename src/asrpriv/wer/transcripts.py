@@ -118,7 +118,7 @@ def read_transcript(path: str | None, fmt: str = "auto",
                     normalizer: Normalizer = Normalizer(), field: str = "text",
                     id_field: str | None = None, *, alternations: bool = True,
                     fold_ids: bool = False, encoding: str = "utf-8",
-                    optional_deletable: bool = False) -> Transcript:
+                    optional_deletable: bool = False, words: str | None = None) -> Transcript:
     """Read a transcript; duplicate ids, lines without an id and bad trn ids are errors.
 
     NeMo manifests (JSON lines): the words are the entry's ``field`` (``text`` for
@@ -135,10 +135,35 @@ def read_transcript(path: str | None, fmt: str = "auto",
     ``alternations``; otherwise they are refused with FILE:LINE). With ``optional_deletable``
     (sclite ``-D``), a trn word in parentheses, ``(uh)``, is the word ``uh`` flagged in
     :attr:`Transcript.optional`.
+
+    ``path`` may be a Kaldi rspecifier (``ark,t:ref.txt``, ``ark,t:-``, ``ark:gunzip -c
+    text.gz |``, ``scp:text.scp``; :mod:`asrpriv.io.kaldi_tables`): a table of token vectors
+    (Kaldi text), or with ``words`` (a words.txt symbol table) of word ids, text or binary
+    (``nbest-to-linear``'s and ``lattice-best-path``'s words archives). A lhotse supervision
+    or cut manifest (``.jsonl``/``.jsonl.gz``, :mod:`asrpriv.io.lhotse`) is read for its
+    ``text`` (``field`` does not apply).
     """
     if fmt not in FORMATS:
         raise ValueError(f"unknown transcript format {fmt!r}")
     check_encoding(encoding)
+    from asrpriv.io import kaldi_tables
+
+    if kaldi_tables.is_specifier(path):
+        if fmt not in ("auto", "kaldi"):
+            from asrpriv.errors import AsrprivError
+
+            raise AsrprivError(f"{path}: a Kaldi table holds Kaldi text; --input-format {fmt} "
+                               "does not apply")
+        if not is_utf8(encoding):
+            from asrpriv.errors import AsrprivError
+
+            raise AsrprivError(f"{path}: Kaldi tables are read as UTF-8 (--encoding {encoding})")
+        return _read_table(path, normalizer, fold_ids, words)
+    # ``words`` applies to inputs given as Kaldi tables only (a plain file is read as words)
+    from asrpriv.io import lhotse as lhotse_io
+
+    if lhotse_io.is_manifest(path):
+        return _read_manifest(path, normalizer, fold_ids)
     # millions of small acyclic lists: the cyclic garbage collector would only slow this down
     was_enabled = gc.isenabled()
     gc.disable()
@@ -208,7 +233,7 @@ def _read(path: str | None, fmt: str, normalizer: Normalizer, field: str = "text
     optional: dict[str, list[bool]] = {}
     trn = fmt == "trn"
     lower = normalizer.lowercase
-    strip = normalizer.strip_punct
+    strip = normalizer.strip_punct or bool(normalizer.drop)  # normalizer.words also drops
     for lineno, line in _numbered_lines(blocks):
         if trn:
             if not line.strip() or line.lstrip().startswith(";;"):
@@ -278,6 +303,55 @@ def _read(path: str | None, fmt: str, normalizer: Normalizer, field: str = "text
         where[utt_id] = lineno
     return Transcript(path=path, format=fmt, words=words, lines=where, networks=networks,
                       optional=optional)
+
+
+def _normalize_words(toks: list[str], normalizer: Normalizer, path, lineno) -> list[str]:
+    """Words of one Kaldi-text utterance as the Kaldi branch of :func:`_read` folds them."""
+    rest = " ".join(toks)
+    if "{" in rest and "/" in rest and "}" in rest:
+        raise InputError(path, lineno, "looks like an sclite alternation { a / b }: "
+                         "alternations are read from trn files (word ... (utt_id)), "
+                         "not scored as words here")
+    if normalizer.lowercase:
+        toks = [w.lower() for w in toks]
+    return normalizer.words(toks) if normalizer.strip_punct or normalizer.drop else toks
+
+
+def _read_table(spec: str, normalizer: Normalizer, fold_ids: bool, words: str | None) -> Transcript:
+    """A Kaldi table of token vectors (or word ids with ``words``) as a transcript."""
+    from asrpriv.io.importers.kaldi import read_symbols
+    from asrpriv.io.kaldi_tables import read_tokens
+
+    symbols = read_symbols(words) if words is not None else None
+    out: dict[str, list[str]] = {}
+    where: dict[str, int] = {}
+    for n, e in enumerate(read_tokens(spec, symbols), 1):
+        utt_id = _key(e.key, fold_ids)
+        line = e.line if e.line is not None else n
+        if utt_id in out:
+            raise InputError(spec, e.line, f"duplicate utterance id {utt_id!r} (entry {n})")
+        out[utt_id] = _normalize_words(list(e.value), normalizer, spec, e.line)
+        where[utt_id] = line
+    return Transcript(path=spec, format="kaldi", words=out, lines=where)
+
+
+def _read_manifest(path: str, normalizer: Normalizer, fold_ids: bool) -> Transcript:
+    """The ``text`` of a lhotse supervision or cut manifest, keyed as :mod:`asrpriv.io.lhotse`
+    says."""
+    from asrpriv.io.lhotse import iter_supervisions
+
+    out: dict[str, list[str]] = {}
+    where: dict[str, int] = {}
+    for sup in iter_supervisions(path):
+        utt_id = _key(sup.key, fold_ids)
+        if sup.text is None:
+            raise InputError(path, sup.line, f"supervision {sup.key!r} has no text")
+        if utt_id in out:
+            raise InputError(path, sup.line, f"duplicate utterance id {utt_id!r} (first on line "
+                                             f"{where[utt_id]})")
+        out[utt_id] = _normalize_words(sup.text.split(), normalizer, path, sup.line)
+        where[utt_id] = sup.line
+    return Transcript(path=path, format="kaldi", words=out, lines=where)
 
 
 def _key(utt_id: str, fold_ids: bool) -> str:

@@ -22,7 +22,11 @@ choose and order the N best paths (``fst::ShortestPath``), then undoes the scale
 ``acoustic_scale=1`` keeps them unscaled, which is what ``rescore-nbest`` expects (its
 ``--lm-weight`` plays the role of ``1/S``); give ``S`` to write scaled acoustic scores.
 
-PATH may also be a Kaldi N-best *archive* (a file): the text form of what
+The three tables may be text or binary archives (``nbest-to-linear``'s default output is
+binary: ``ark:ac_cost``): each is read as Kaldi reads it (:mod:`asrpriv.io.kaldi_tables`).
+
+PATH may also be a Kaldi N-best *archive* (a file, ``-`` or an ``ark,t:`` specifier such as
+``ark,t:-`` or ``ark:gunzip -c nbest.txt.gz |``): the text form of what
 ``lattice-to-nbest`` writes (``lattice-to-nbest ... ark,t:nbest.txt``, or
 ``lattice-copy ark:nbest.ark ark,t:-``), one linear lattice per ``UTT-N`` key::
 
@@ -94,7 +98,17 @@ def read_symbols(path: str) -> dict[str, str]:
     return table
 
 
-def _records(path: str) -> Iterator[tuple[int, str, list[str]]]:
+def _records(path: str, kind: str = "tokens") -> Iterator[tuple[int, str, list[str]]]:
+    """``(line, key, values)`` of a Kaldi table file, text or binary (``nbest-to-linear``
+    writes binary archives unless given ``ark,t:``); ``kind``: the holder of a binary
+    entry (:mod:`asrpriv.io.kaldi_tables`), its line is its entry number."""
+    from asrpriv.io import kaldi_tables
+
+    if is_binary(path):
+        for n, e in enumerate(kaldi_tables.iter_table(f"ark:{path}", kind), 1):
+            values = e.value if isinstance(e.value, list) else [repr(e.value)]
+            yield (e.line if e.line is not None else n), e.key, [str(v) for v in values]
+        return
     for lineno, line in iter_lines(path):
         if not line.strip():
             continue
@@ -102,6 +116,21 @@ def _records(path: str) -> Iterator[tuple[int, str, list[str]]]:
             raise InputError(path, lineno, "line without a key (it starts with white space)")
         parts = line.split()
         yield lineno, parts[0], parts[1:]
+
+
+def is_binary(path: str) -> bool:
+    """True when a table file starts like a binary Kaldi archive (``key \0B``)."""
+    if path == "-" or not os.path.isfile(path):
+        return False
+    from asrpriv.io.lines import open_binary
+
+    stream = open_binary(path)
+    try:
+        head = stream.read(4096)
+    finally:
+        stream.close()
+    first = head.split(b"\n", 1)[0]
+    return b" \0B" in first
 
 
 def _cost(rec, path: str, what: str) -> tuple[str, float]:
@@ -137,6 +166,12 @@ def job_dirs(path: str) -> list[str]:
 
 
 def read(path: str, words: str | None = None, acoustic_scale: float = 1.0, **_ignored) -> NbestTable:
+    from asrpriv.io import kaldi_tables
+
+    if path == "-" or kaldi_tables.is_specifier(path):
+        symbols = read_symbols(words) if words is not None else None
+        lines = iter_lines(path) if path == "-" else kaldi_tables.iter_lines(path)
+        return NbestTable(["am_score", "lm_score"], _archive_rows(path, symbols, acoustic_scale, lines))
     if os.path.isfile(path):
         _check_not_binary(path)
         symbols = read_symbols(words) if words is not None else None
@@ -217,9 +252,9 @@ def _rows(text_path, ac_path, lm_path, symbols, acoustic_scale) -> Iterator[Row]
     """Rows of tables read in lockstep; ``lm_path`` None (no graph costs), one path, or a list
     of paths whose costs are summed (``lmwt.nolm`` + ``lmwt.lmonly``)."""
     lm_paths = [] if lm_path is None else ([lm_path] if isinstance(lm_path, str) else list(lm_path))
-    streams = [(_records(ac_path), ac_path, "ac_cost" if ac_path.endswith("ac_cost") else "acwt")]
-    streams += [(_records(p), p, os.path.basename(p)) for p in lm_paths]
-    texts = _records(text_path)
+    streams = [(_records(ac_path, "float"), ac_path, "ac_cost" if ac_path.endswith("ac_cost") else "acwt")]
+    streams += [(_records(p, "float"), p, os.path.basename(p)) for p in lm_paths]
+    texts = _records(text_path, "int32s" if symbols is not None else "tokens")
     for rec in texts:
         lineno, key, toks = rec
         if symbols is not None:
@@ -258,7 +293,7 @@ def _weight(field: str, path: str, lineno: int) -> tuple[float, float]:
             parse_float(parts[1], path, lineno, "acoustic cost"))
 
 
-def _archive_rows(path: str, symbols, acoustic_scale: float) -> Iterator[Row]:
+def _archive_rows(path: str, symbols, acoustic_scale: float, lines=None) -> Iterator[Row]:
     key = None
     start = 0
     arcs: dict[int, tuple[int, str, float, float, int]] = {}
@@ -291,7 +326,7 @@ def _archive_rows(path: str, symbols, acoustic_scale: float) -> Iterator[Row]:
         return Row(utt, n, " ".join(toks), {"am_score": -acoustic_scale * acoustic,
                                             "lm_score": -graph}, where=(path, start))
 
-    for lineno, line in iter_lines(path):
+    for lineno, line in (lines if lines is not None else iter_lines(path)):
         fields = line.split()
         if not fields:
             if key is not None:

@@ -78,7 +78,13 @@ def looks_like_nbest(path: str) -> bool:
 
 
 def list_files(path: str) -> list[str]:
-    """The N-best files of a directory, a list file, or ``[path]`` for one N-best file."""
+    """The N-best files of a directory, a list file, or ``[path]`` for one N-best file.
+
+    ``-``: standard input holds a list of N-best files (``find nbest -name '*.gz' |``, or
+    ``zcat list.gz |``); an N-best list itself on standard input is refused, as its
+    utterance id comes from its file name."""
+    if path == "-":
+        return _stdin_list()
     if not os.path.exists(path):
         raise AsrprivError(f"{path}: no such file or directory (an SRILM N-best file, a "
                            "directory of them, or a list file naming them)")
@@ -105,6 +111,27 @@ def list_files(path: str) -> list[str]:
         files.append(name)
     if not files:
         raise InputError(path, None, "empty list of N-best files")
+    return files
+
+
+def _stdin_list() -> list[str]:
+    files = []
+    for lineno, line in iter_lines("-"):
+        name = line.strip()
+        if not name:
+            continue
+        toks = name.split()
+        if not files and (toks[0] in (MAGIC1, MAGIC2) or toks[0].startswith("(")
+                          or (len(toks) >= 3 and toks[2].isdigit())):
+            raise InputError("-", lineno, "an N-best list on standard input: SRILM takes the "
+                                          "utterance id from the file name, so give the file (or a "
+                                          "list of N-best files on standard input)")
+        if not os.path.isfile(name):
+            raise InputError("-", lineno, f"no such N-best file: {name} (standard input is read as "
+                                          "a list of N-best files)")
+        files.append(name)
+    if not files:
+        raise InputError("-", None, "empty list of N-best files")
     return files
 
 
