@@ -18,7 +18,7 @@ $(STAMP): setup.cfg pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	# torch first: 2.13.0 is a local CPU wheel here; any other request pulls CUDA builds.
 	$(PY) -m pip install -q torch==2.13.0
-	$(PY) -m pip install -q -e '.[test,ngram,plot,flower]'
+	$(PY) -m pip install -q -e '.[test,ngram,plot,flower,lhotse]'
 	touch $(STAMP)
 
 venv: $(STAMP)

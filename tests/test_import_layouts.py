@@ -152,7 +152,7 @@ def test_kaldi_lattice_is_refused_before_any_line(tmp_path, content):
     lat = tmp_path / "lat.1.txt"
     lat.write_text(content, encoding="utf-8")
     proc = run_proc(["import-nbest", "--from", "kaldi", str(lat)])
-    assert_one_line_error(proc, "lat.1.txt:", "lattice-to-nbest")
+    assert_one_line_error(proc, "lat.1.txt:", "--from kaldi-lattice")
     assert proc.stdout == b""  # not even the TSV header
 
 

@@ -325,7 +325,7 @@ def test_kaldi_nbest_archive_errors(tmp_path):
     words.write_text("a 1\n", encoding="utf-8")
     proc = run_proc(["import-nbest", "--from", "kaldi", "--words", str(words), str(branching),
                      "-o", str(tmp_path / "out.tsv")])
-    assert_one_line_error(proc, "lat.txt:3", "branches", "lattice-to-nbest")
+    assert_one_line_error(proc, "lat.txt:3", "branches", "--from kaldi-lattice")
     assert not (tmp_path / "out.tsv").exists()
     no_words = tmp_path / "ids.txt"
     no_words.write_text("u-1\n0\t1\t1\t1,1,\n1\n\n", encoding="utf-8")
