@@ -204,3 +204,12 @@ def test_lattice_given_to_from_kaldi_points_to_kaldi_lattice(tmp_path):
     p = _write(tmp_path, "lat.txt", "utt1\n0 1 a 1,1,\n0 1 b 1,1,\n1\n\n")
     r = run_proc(["import-nbest", "--from", "kaldi", p])
     assert_one_line_error(r, "--from kaldi-lattice")
+
+
+def test_binary_lattice_on_stdin_and_pipe_refused_with_command(tmp_path):
+    p = tmp_path / "1.lats"
+    p.write_bytes(b"utt1 \0BFST\x00\x00\x00")
+    r = run_proc(["import-nbest", "--from", "kaldi-lattice", "-"], input=p.read_bytes())
+    assert_one_line_error(r, "lattice-copy --write-compact=true ark:- ark,t:- | asrpriv import-nbest")
+    r = run_proc(["import-nbest", "--from", "kaldi-lattice", f"ark:cat {p} |"])
+    assert_one_line_error(r, f"lattice-copy --write-compact=true 'ark:cat {p} |' ark,t:-")

@@ -217,3 +217,25 @@ def test_specifier_parsing_errors():
     assert not kaldi_tables.is_specifier("data/ark:x")
     with pytest.raises(AsrprivError, match="output pair"):
         kaldi_tables.parse("ark,scp:a.ark,a.scp")
+
+
+def test_select_nbest_best_as_kaldi_table(tmp_path):
+    """--best as a binary word-id archive (what Kaldi's compute-wer reads with int2sym) and as
+    a text archive; both read back by kaldiio / score-wer equal to the plain 1-best text."""
+    tsv = tmp_path / "n.tsv"
+    tsv.write_text("utt_id\trank\tscore\ttext\nu1\t1\t-1\tthe cat\nu1\t2\t-2\ta cat\nu2\t1\t-1\ton a mat\n")
+    sym = {w: i for i, w in enumerate(["<eps>", "a", "cat", "mat", "on", "the"])}
+    words = _write_words_txt(tmp_path / "words.txt", sym)
+    plain = run_cli(["select-nbest", "--best", str(tsv)])
+    assert plain.stdout == "u1 the cat\nu2 on a mat\n"
+    r = run_cli(["select-nbest", "--best", "--out-format", "kaldi", "--words", words,
+                 "-o", f"ark:{tmp_path}/best.ark", str(tsv)])
+    assert r.exit_code == 0, r.stderr
+    inv = {i: w for w, i in sym.items()}
+    got = {k: " ".join(inv[int(i)] for i in v) for k, v in kaldiio.load_ark(str(tmp_path / "best.ark"))}
+    assert got == {"u1": "the cat", "u2": "on a mat"}
+    r = run_cli(["select-nbest", "--best", "--out-format", "kaldi", "-o", "ark,t:-", str(tsv)])
+    assert r.stdout == plain.stdout
+    r = run_cli(["select-text", "--out-format", "kaldi", "-o", f"ark,t:{tmp_path}/sel.txt",
+                 f"ark:{tmp_path}/best.ark"])
+    assert r.exit_code == 2 and "binary value where a token vector" in r.stderr  # text tables only

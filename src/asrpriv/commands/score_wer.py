@@ -111,7 +111,9 @@ def score_wer(ref_path: str, hyp_path: str, words_path: str | None, compare_path
     from asrpriv.wer.report import score, write_details, write_json, write_text
     from asrpriv.wer.transcripts import Normalizer, read_transcript
 
-    stdin_users = [p for p in (ref_path, hyp_path, compare_path, utt2spk_path) if p == "-"]
+    from asrpriv.io.kaldi_tables import reads_stdin
+
+    stdin_users = [p for p in (ref_path, hyp_path, compare_path, utt2spk_path) if reads_stdin(p)]
     if len(stdin_users) > 1:
         raise AsrprivError("only one input can be standard input ('-')")
     from asrpriv.errors import InputError

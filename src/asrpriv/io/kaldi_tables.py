@@ -54,6 +54,13 @@ def is_specifier(path: str | None) -> bool:
     return ("ark" in opts or "scp" in opts) and all(o in _OPTIONS for o in opts)
 
 
+def reads_stdin(path: str | None) -> bool:
+    """True when an input ``path`` reads standard input: ``-`` or a specifier on ``-``."""
+    if path == "-":
+        return True
+    return is_specifier(path) and parse(path).rx == "-"
+
+
 @dataclass(frozen=True)
 class Specifier:
     """A parsed specifier: ``kind`` ``ark`` or ``scp``, the stream ``rx``, the options."""

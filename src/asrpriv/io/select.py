@@ -85,8 +85,10 @@ def best_lines(reader: NbestReader, utterances: Iterable) -> Iterator[str]:
 def reference_lines(utterances: Iterable, ref_path: str) -> Iterator[str]:
     """The lines of the Kaldi text ``ref_path`` whose utterance is among ``utterances``, as
     they are, in the reference's order."""
+    from asrpriv.io.kaldi import text_lines
+
     wanted = {utt.utt_id for utt in utterances}
-    for _lineno, line in iter_lines(ref_path):
+    for _lineno, line in text_lines(ref_path):
         fields = line.split(None, 1)
         if fields and fields[0] in wanted:
             yield line + "\n"
@@ -95,9 +97,11 @@ def reference_lines(utterances: Iterable, ref_path: str) -> Iterator[str]:
 def reference_rows(reader: NbestReader, utterances: Iterable, ref_path: str) -> Iterator[str]:
     """An N-best TSV (``utt_id client rank text``) with each utterance's reference as its only
     hypothesis (rank 1), in the reference's order: text trained on instead of the 1-best."""
+    from asrpriv.io.kaldi import text_lines
+
     client = {utt.utt_id: (utt.client or "") for utt in utterances}
     yield "utt_id\tclient\trank\ttext\n"
-    for _lineno, line in iter_lines(ref_path):
+    for _lineno, line in text_lines(ref_path):
         fields = line.split()
         if fields and fields[0] in client:
             yield f"{fields[0]}\t{client[fields[0]]}\t1\t{' '.join(fields[1:])}\n"
@@ -133,6 +137,10 @@ class SelectNbestSettings:
     every: int | None = None
     others: bool = False
     output: str = "-"
+    #: ``kaldi``: with ``best`` or ``references``, ``output`` is a Kaldi wspecifier and the
+    #: lines are written as a table (of word ids with ``words``, a words.txt)
+    out_format: str = "text"
+    words: str | None = None
 
 
 @dataclass
@@ -189,7 +197,17 @@ def select_nbest(s: SelectNbestSettings) -> SelectResult:
     _at_least_one(max_per_client=s.max_per_client, top=s.top, every=s.every)
     keep = _names(s.clients)
     drop = _names(s.exclude_clients) or set()
+    if s.out_format == "kaldi" and not (s.best or s.references):
+        raise AsrprivError("--out-format kaldi applies to --best and --references (Kaldi text)")
+    if s.words is not None and s.out_format != "kaldi":
+        raise AsrprivError("--words applies to --out-format kaldi")
     reader, utterances = select_utterances(s.input, keep, drop, s.max_per_client)
+    if s.out_format == "kaldi":
+        from asrpriv.io.kaldi import write_lines
+
+        lines = (best_lines(reader, utterances) if s.best
+                 else reference_lines(utterances, s.references))
+        return SelectResult(s.output, write_lines(s.output, lines, s.words))
     with open_output(s.output) as out:
         if s.best:
             n = _write_lines(out, best_lines(reader, utterances))

@@ -364,8 +364,12 @@ def _binary_head(path: str) -> bool:
 
 
 def convert_command(rspecifier: str) -> str:
-    """The one-line command that writes a binary lattice archive in text form."""
-    return f"lattice-copy --write-compact=true '{rspecifier}' ark,t:- | asrpriv import-nbest --from kaldi-lattice -"
+    """The one-line command that writes a binary lattice archive in text form and imports it
+    (for standard input, the part to put into the pipe)."""
+    tail = "lattice-copy --write-compact=true {} ark,t:- | asrpriv import-nbest --from kaldi-lattice -"
+    if rspecifier in ("ark:-", "-"):
+        return "... | " + tail.format("ark:-")
+    return tail.format(f"'{rspecifier}'")
 
 
 def _lines(path: str):
@@ -378,33 +382,39 @@ def _lines(path: str):
         if spec.kind != "ark":
             raise AsrprivError(f"{path}: lattices are read from an archive (ark,t:FILE, ark,t:-, "
                                "ark:COMMAND |)")
-        if spec.rx not in ("-",) and not spec.rx.endswith("|") and os.path.isfile(spec.rx) \
-                and _binary_head(spec.rx):
+        if spec.rx.endswith("|"):
+            if shutil.which("lattice-copy"):  # Kaldi reads text and binary alike
+                return _via_kaldi(path, path)
+        elif spec.rx != "-" and os.path.isfile(spec.rx) and _binary_head(spec.rx):
             return _binary(spec.rx, f"ark:{spec.rx}")
-        return path, _guard(kaldi_tables.iter_lines(path), path)
+        return path, _guard(kaldi_tables.iter_lines(path), path, path)
     if path != "-" and os.path.isfile(path) and _binary_head(path):
         return _binary(path, f"ark:{path}")
-    return path, _guard(iter_lines(path), path)
+    return path, _guard(iter_lines(path), path, "ark:-" if path == "-" else f"ark:{path}")
+
+
+def _via_kaldi(name: str, rspecifier: str):
+    from asrpriv.io import kaldi_tables
+
+    spec = f"ark:lattice-copy --write-compact=true '{rspecifier}' ark,t:- |"
+    return name, _guard(kaldi_tables.iter_lines(spec), name, rspecifier)
 
 
 def _binary(file: str, rspecifier: str):
-    from asrpriv.io import kaldi_tables
-
     if shutil.which("lattice-copy"):
-        spec = f"ark:lattice-copy --write-compact=true '{rspecifier}' ark,t:- |"
-        return file, _guard(kaldi_tables.iter_lines(spec), file)
+        return _via_kaldi(file, rspecifier)
     raise InputError(file, 1, "a binary Kaldi lattice archive and no Kaldi build on PATH: "
                               "convert it with: " + convert_command(rspecifier))
 
 
-def _guard(lines, name):
+def _guard(lines, name, rspecifier):
     """Text lines; a NUL byte (a binary entry in a stream) gets the conversion advice."""
     try:
         yield from lines
     except InputError as err:
         if "binary data" in err.detail:
-            raise InputError(name, err.line, "a binary Kaldi lattice entry: convert the archive "
-                                             "with: " + convert_command("ark:FILE")) from None
+            raise InputError(name, err.line, "a binary Kaldi lattice entry and no text form: "
+                                             "convert it with: " + convert_command(rspecifier)) from None
         raise
 
 
