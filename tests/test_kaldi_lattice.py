@@ -213,3 +213,51 @@ def test_binary_lattice_on_stdin_and_pipe_refused_with_command(tmp_path):
     assert_one_line_error(r, "lattice-copy --write-compact=true ark:- ark,t:- | asrpriv import-nbest")
     r = run_proc(["import-nbest", "--from", "kaldi-lattice", f"ark:cat {p} |"])
     assert_one_line_error(r, f"lattice-copy --write-compact=true 'ark:cat {p} |' ark,t:-")
+
+
+def test_ami_nbest_as_lattices_round_trip(tmp_path):
+    """Our AMI N-best (first 40 utterances), each utterance's hypotheses merged into one
+    deterministic word lattice (a trie: shared prefixes share arcs and states, an epsilon arc
+    to each hypothesis' own final state, its costs split between that arc and the final
+    weight), read back with --from kaldi-lattice: the distinct hypotheses with their scores,
+    ranked by am + lm (acoustic scale 1), then lm, then words."""
+    from conftest import AMI
+
+    rows = []
+    with open(AMI / "dev" / "nbest.tsv", encoding="utf-8") as f:
+        cols = f.readline().rstrip("\n").split("\t")
+        for line in f:
+            rows.append(dict(zip(cols, line.rstrip("\n").split("\t"))))
+    utts = list(dict.fromkeys(r["utt_id"] for r in rows))[:40]
+    text, expected = [], []
+    for u in utts:
+        hyps = [r for r in rows if r["utt_id"] == u]
+        best: dict[tuple, tuple] = {}
+        for r in hyps:
+            g, a = -float(r["lm_score"]), -float(r["am_score"])
+            w = tuple(r["text"].split())
+            if w not in best or (g + a, g) < best[w][:2]:
+                best[w] = (g + a, g, a)
+        ranked = sorted(best.items(), key=lambda kv: (kv[1][0], kv[1][1], kv[0]))
+        expected += [(u, k, -v[2], -v[1], " ".join(w)) for k, (w, v) in enumerate(ranked, 1)]
+        arcs, finals, trie = [], [], {(): 0}
+        for w, (_c, g, a) in best.items():
+            for i in range(len(w)):
+                if w[: i + 1] not in trie:
+                    trie[w[: i + 1]] = len(trie)
+                    arcs.append(f"{trie[w[:i]]}\t{trie[w[:i + 1]]}\t{w[i]}\t0,0,")
+        for w, (_c, g, a) in best.items():
+            end = len(trie) + len(finals)
+            arcs.append(f"{trie[w]}\t{end}\t0\t{g / 2!r},{a / 2!r},")
+            finals.append(f"{end}\t{g - g / 2!r},{a - a / 2!r},")
+        text.append("\n".join([u, *arcs, *finals]) + "\n")
+    lat = tmp_path / "lat.txt"
+    lat.write_text("\n".join(text) + "\n", encoding="utf-8")
+    r = run_cli(["import-nbest", "-q", "--from", "kaldi-lattice", "--n", "1000", str(lat)])
+    assert r.exit_code == 0, r.stderr
+    got = [line.split("\t") for line in r.stdout.splitlines()[1:]]
+    assert len(got) == len(expected) > 200
+    for g, e in zip(got, expected):
+        assert (g[0], int(g[1]), g[4]) == (e[0], e[1], e[4])
+        assert float(g[2]) == pytest.approx(e[2], abs=1e-6)
+        assert float(g[3]) == pytest.approx(e[3], abs=1e-6)

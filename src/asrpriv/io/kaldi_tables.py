@@ -70,10 +70,6 @@ class Specifier:
     options: frozenset
     text: str
 
-    @property
-    def binary_requested(self) -> bool:
-        return "t" not in self.options
-
 
 def parse(spec: str) -> Specifier:
     """Parse an rspecifier; ``ark,scp:`` pairs (writing only) are refused here."""
@@ -89,11 +85,6 @@ def parse(spec: str) -> Specifier:
     if not rx:
         raise AsrprivError(f"{spec}: no file, '-' or command after '{kind}:'")
     return Specifier(kind, rx, frozenset(o for o in opts if o not in ("ark", "scp")), spec)
-
-
-def display(spec: str) -> str:
-    """The name errors use for a table: the specifier as given."""
-    return spec
 
 
 class _Pipe:
