@@ -61,7 +61,7 @@ reader refuses, so 'import-nbest ... | rescore-nbest' fails too (scripts: set -o
               help="kaldi: symbol table; read words.int instead of text. kaldi-lattice: the "
                    "symbol table of the lattices' word ids.")
 @click.option("--n", "n_best", type=click.IntRange(min=1), default=None, metavar="N",
-              help="kaldi-lattice: distinct word sequences per lattice (default 10; "
+              help="kaldi-lattice: distinct word sequences per lattice (default 1, as "
                    "lattice-to-nbest --n).")
 @click.option("--acoustic-scale", type=FiniteFloat(min=0.0, min_open=True), default=1.0,
               show_default=True,
@@ -100,7 +100,7 @@ def import_nbest(source, path, manifest, id_field, beam_size, words, n_best, aco
     options = {"words": words, "acoustic_scale": acoustic_scale, "manifest": manifest,
                "id_field": id_field, "beam_size": beam_size}
     if source == "kaldi-lattice":
-        options["n"] = n_best if n_best is not None else 10
+        options["n"] = n_best if n_best is not None else 1  # lattice-to-nbest's default
     if source == "tsv":
         from asrpriv.io.importers.tsv import parse_map
 

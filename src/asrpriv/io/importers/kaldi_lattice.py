@@ -418,7 +418,7 @@ def _guard(lines, name, rspecifier):
         raise
 
 
-def read(path: str, words: str | None = None, acoustic_scale: float = 1.0, n: int = 10,
+def read(path: str, words: str | None = None, acoustic_scale: float = 1.0, n: int = 1,
          **_ignored) -> NbestTable:
     """The ``import-nbest --from kaldi-lattice`` importer (module docstring)."""
     from asrpriv.io.importers.kaldi import read_symbols
