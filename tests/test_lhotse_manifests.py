@@ -105,3 +105,23 @@ def test_manifest_errors_are_located(tmp_path):
                                 "channel": 0, "supervisions": entries}) + "\n")
     proc = run_proc(["score-wer", "--ref", str(cuts), "--hyp", str(hyp)])
     assert_one_line_error(proc, "cuts.jsonl:1: cut 'c1' has 2 supervisions")
+
+
+def test_manifest_as_utt2client_of_split_nbest(tmp_path):
+    """A step taking --utt2client (split-nbest) reads the manifest's recording (default) or a
+    custom field as each utterance's client, as it reads the same map as a Kaldi file."""
+    sp, _cp, _ids = _lhotse_manifests(tmp_path)
+    tsv = tmp_path / "n.tsv"
+    tsv.write_text("utt_id\trank\tscore\ttext\n" + "".join(
+        f"{u}\t1\t-1.0\t{t}\n" for u, t in TEXT.items()))
+    kaldi_map = tmp_path / "utt2client"
+    kaldi_map.write_text("".join(f"{u} c{i % 2}\n" for i, u in enumerate(TEXT)))
+    outs = {}
+    for name, m in (("kaldi", str(kaldi_map)), ("custom", f"{sp}#custom.client"), ("rec", str(sp))):
+        r = run_cli(["split-nbest", "-q", "--clients", "c0" if name != "rec" else "rec1",
+                     "--utt2client", m, "-o", str(tmp_path / name), str(tsv)])
+        assert r.exit_code == 0, r.stderr
+        outs[name] = (tmp_path / name / "part-0.tsv").read_text()
+    assert outs["custom"] == outs["kaldi"]
+    assert "rec1-0001" in outs["custom"] and "rec1-0002" not in outs["custom"]  # c0: items 0, 2
+    assert "rec1-0001" in outs["rec"] and "rec1-0002" in outs["rec"] and "rec2-0001" not in outs["rec"]
