@@ -167,43 +167,77 @@ def _ark_entries(rx: str, name: str, kind: str) -> Iterator[Entry]:
         closer(ok)  # a pipe's exit status is checked only when the whole table was read
 
 
-def read_archive(stream: BinaryIO, name: str, kind: str, limit: int | None = None) -> Iterator[Entry]:
-    """Entries of an open archive stream (text and binary entries may alternate)."""
+def read_archive(stream: BinaryIO, name: str, kind: str) -> Iterator[Entry]:
+    """Entries of an open archive stream (text and binary entries may alternate).
+
+    Each entry is ``KEY`` then a space; a binary value follows at once (``\\0B``, never in
+    text), a text value runs to the end of the line. Keys are found in the stream's buffer
+    (``peek``), byte by byte only where one straddles a buffer boundary, so any entry may
+    cross one."""
     from asrpriv.io.lines import BOM, decode_line, max_line_bytes
 
     stream = _buffered(stream)
     max_line = max_line_bytes()
     lineno = 0
-    first = True
+    head = stream.peek(len(BOM))
+    if head[:len(BOM)] == BOM:
+        stream.read(len(BOM))
     while True:
-        head = stream.peek(512)[:512]
+        head = stream.peek(1)
         if not head:
             return
-        if first and head.startswith(BOM):
-            stream.read(len(BOM))
-            first = False
+        if head[:1] == b"\n":  # a blank line
+            stream.read(1)
+            lineno += 1
             continue
-        first = False
-        nl = head.find(b"\n")
-        binary_at = head.find(b" \0B")
-        if binary_at > 0 and (nl < 0 or binary_at < nl):
-            key = _key(head[:binary_at], name, lineno)
-            stream.read(binary_at + 1)
-            value = _binary_value(stream, name, key, kind)
-            yield Entry(key, value, name, None)
+        cut = _separator(head)
+        if cut >= 0:
+            key_raw, sep = stream.read(cut), stream.read(1)
+        else:  # the key straddles the buffer's end: read it byte by byte
+            key_raw, sep = _read_key(stream, name, lineno, max_line)
+        if sep == b" " and stream.peek(1)[:1] == b"\0":
+            key = _key(key_raw, name, lineno)
+            yield Entry(key, _binary_value(stream, name, key, kind), name, None)
             continue
-        raw = stream.readline(max_line + 1)
         lineno += 1
-        if len(raw) > max_line and not raw.endswith(b"\n"):
+        rest = stream.readline(max_line + 1) if sep == b" " else b""
+        if len(key_raw) + len(rest) > max_line and not rest.endswith(b"\n"):
             raise InputError(name, lineno, f"line longer than {max_line} bytes")
-        line = decode_line(raw, name, lineno).rstrip("\r\n")
+        line = decode_line(key_raw + sep + rest, name, lineno).rstrip("\r\n")
         if not line.strip():
             continue
-        if line[0].isspace():
-            raise InputError(name, lineno, "line without a key (it starts with white space)")
-        parts = line.split(None, 1)
-        key, rest = parts[0], (parts[1] if len(parts) > 1 else "")
-        yield Entry(key, _text_value(rest, name, lineno, kind), name, lineno)
+        yield _split_entry(line, name, lineno, kind)
+
+
+def _read_key(stream, name: str, lineno: int, max_line: int) -> tuple[bytes, bytes]:
+    """Bytes up to the first space or newline, and that separator (b"" at the end)."""
+    key = bytearray()
+    while True:
+        c = stream.read(1)
+        if not c or c in (b" ", b"\n"):
+            return bytes(key), c
+        key += c
+        if len(key) > max_line:
+            raise InputError(name, lineno + 1, f"line longer than {max_line} bytes")
+
+
+def _separator(head: bytes) -> int:
+    """Index of the first space or newline in ``head`` (-1: none)."""
+    sp, nl = head.find(b" "), head.find(b"\n")
+    if sp < 0:
+        return nl
+    return sp if nl < 0 else min(sp, nl)
+
+
+def _split_entry(line: str, name: str, lineno: int, kind: str) -> Entry:
+    if line[0].isspace():
+        raise InputError(name, lineno, "line without a key (it starts with white space)")
+    parts = line.split(None, 1)
+    return _text_entry(parts[0], parts[1] if len(parts) > 1 else "", name, lineno, kind)
+
+
+def _text_entry(key: str, rest: str, name: str, lineno: int, kind: str) -> Entry:
+    return Entry(key, _text_value(rest, name, lineno, kind), name, lineno)
 
 
 def _key(raw: bytes, name: str, lineno: int) -> str:
