@@ -18,7 +18,8 @@ leaves:
            (a graph cost); costs are written unscaled, S = --acoustic-scale
            (no lm_cost: am_score only); or lmrescore_nbest.sh's archives.J/ (words_text,
            acwt, lmwt.withlm): one of them, or the decode dir holding them (merged);
-           or a lattice-to-nbest archive in text form (ark,t:; --words for integer ids);
+           or a lattice-to-nbest archive in text form (a file, '-' or ark,t: specifier;
+           --words for integer ids); the tables may be binary archives;
            a lattice is refused (use --from kaldi-lattice)
   kaldi-lattice  Kaldi lattices in text form (lattice-copy ... ark,t:-; a file, '-' or
            an ark,t: specifier): the --n best distinct word sequences under
@@ -29,7 +30,8 @@ leaves:
   nemo     beams file (text<TAB>score, beam-size lines per entry) + --manifest,
            or a transcribe_speech.py manifest with pred_text (1-best)
   srilm    one N-best file, a directory of per-utterance N-best files, or a list
-           file of them (ac lm nwords words in log10; NBestList1.0/2.0 in bytelog);
+           file of them ('-': that list on stdin) (ac lm nwords words in log10;
+           NBestList1.0/2.0 in bytelog);
            SRILM's non-events <s> </s> -pau- are dropped (--drop-tokens srilm)
   icefall  recogs-*.txt (CUT:<TAB>hyp=[...]): the 1-best, no scores
   tsv      any delimited table with a header; --map SOURCE=OURS,...
