@@ -238,7 +238,10 @@ def test_select_nbest_best_as_kaldi_table(tmp_path):
     assert r.stdout == plain.stdout
     r = run_cli(["select-text", "--out-format", "kaldi", "-o", f"ark,t:{tmp_path}/sel.txt",
                  f"ark:{tmp_path}/best.ark"])
-    assert r.exit_code == 2 and "binary value where a token vector" in r.stderr  # text tables only
+    assert r.exit_code == 2 and "binary value where a token vector" in r.stderr  # ids need --words
+    r = run_cli(["select-text", "--words", words, f"ark:{tmp_path}/best.ark"])
+    assert r.exit_code == 0, r.stderr
+    assert r.stdout == plain.stdout
 
 
 def test_large_archives_cross_buffer_boundaries(tmp_path):

@@ -14,8 +14,8 @@ from asrpriv.commands.options import common_options, output_option
               help="kaldi: -o is a Kaldi wspecifier (ark,t:FILE, ark,t:-, 'ark:| gzip -c > "
                    "text.gz', ark,scp:A.ark,A.scp) and the lines are written as a Kaldi table.")
 @click.option("--words", "words", metavar="words.txt", default=None,
-              help="With --out-format kaldi: write word ids of this symbol table (binary "
-                   "int32 vectors unless ark,t:).")
+              help="Symbol table: a Kaldi table input holds word ids (e.g. ark:words.ark); "
+                   "with --out-format kaldi, write word ids (binary int32 vectors unless ark,t:).")
 @click.option("--ids/--no-ids", default=True, show_default=True,
               help="Kaldi text: the first field of a line is the utterance id, not a word.")
 @click.option("--id-regex", metavar="RE", default=None,

@@ -27,15 +27,21 @@ def iter_text(path: str | None, lines=None) -> Iterator[tuple[int, str, list[str
         yield lineno, parts[0], parts[1:]
 
 
-def text_lines(path: str | None) -> Iterator[tuple[int, str]]:
+def text_lines(path: str | None, words: str | None = None) -> Iterator[tuple[int, str]]:
     """``(line, text)`` of Kaldi text from a file or ``-`` (:func:`iter_lines`), a Kaldi table
     specifier (``ark,t:-``, ``ark:gunzip -c text.gz |``, ``scp:``; each entry one line ``key
     w1 w2 ...``; a binary entry's number stands for its line) or a lhotse supervision/cut
-    manifest (:func:`asrpriv.io.lhotse.text_lines`)."""
+    manifest (:func:`asrpriv.io.lhotse.text_lines`). ``words`` (a words.txt): a table's word
+    ids are mapped to words (:func:`asrpriv.io.kaldi_tables.read_tokens`)."""
     from asrpriv.io import kaldi_tables, lhotse
 
     if kaldi_tables.is_specifier(path):
-        for n, e in enumerate(kaldi_tables.iter_table(path, "tokens"), 1):
+        symbols = None
+        if words is not None:
+            from asrpriv.io.importers.kaldi import read_symbols
+
+            symbols = read_symbols(words)
+        for n, e in enumerate(kaldi_tables.read_tokens(path, symbols), 1):
             yield (e.line if e.line is not None else n), " ".join([e.key, *e.value])
         return
     if path is not None and lhotse.is_manifest(path):

@@ -253,8 +253,12 @@ def sample_step(words: int, max_words: int) -> int:
 
 def select_lines(path: str, ids: bool = True, id_regex: str | None = None,
                  exclude_regex: str | None = None, every: int | None = None,
-                 drop_every: int | None = None, max_words_per_line: int | None = None) -> list[str]:
+                 drop_every: int | None = None, max_words_per_line: int | None = None,
+                 words: str | None = None) -> list[str]:
     """The lines of a (Kaldi) text file that pass every filter given, in file order.
+
+    ``path`` may be a Kaldi table or a lhotse manifest (:func:`asrpriv.io.kaldi.text_lines`;
+    ``words``: the symbol table of a table of word ids).
 
     Args:
         id_regex / exclude_regex: keep lines whose first field matches / does not match
@@ -275,7 +279,7 @@ def select_lines(path: str, ids: bool = True, id_regex: str | None = None,
 
     out = []
     n = 0  # lines that passed the id filters
-    for _lineno, line in text_lines(path):
+    for _lineno, line in text_lines(path, words):
         if keep or drop:
             first = line.split(None, 1)[0] if line.split() else ""
             if (keep and not keep.search(first)) or (drop and drop.search(first)):
@@ -365,7 +369,8 @@ class SelectTextSettings:
     output: str = "-"
     #: ``kaldi``: ``output`` is a Kaldi wspecifier (``ark,t:FILE``, ``ark:| gzip -c > x.gz``,
     #: ``ark,scp:A.ark,A.scp``) and the selected lines are written as a table, of word ids
-    #: with ``words`` (a words.txt; binary unless ``t``)
+    #: with ``words`` (a words.txt; binary unless ``t``); ``words`` also maps the word ids
+    #: of an input Kaldi table
     out_format: str = "text"
     words: str | None = None
 
@@ -381,8 +386,13 @@ def select_text(s: SelectTextSettings) -> SelectResult:
     if (s.words_of or s.spread) and not s.max_words:
         raise AsrprivError("--words-of and --spread apply to --max-words")
     _at_least_one(max_words=s.max_words)
+    from asrpriv.io import kaldi_tables
+
+    table_in = kaldi_tables.is_specifier(s.input)
+    if s.words is not None and not table_in and s.out_format != "kaldi":
+        raise AsrprivError("--words applies to a Kaldi table input or --out-format kaldi")
     lines = select_lines(s.input, s.ids, s.id_regex, s.exclude_id_regex, s.every, s.drop_every,
-                         s.max_words_per_line)
+                         s.max_words_per_line, s.words if table_in else None)
     if s.max_words:
         total = count_words(s.words_of, s.ids) if s.words_of else None
         lines = sample_lines(lines, s.max_words, s.ids, total, s.spread)
@@ -399,11 +409,7 @@ def select_text(s: SelectTextSettings) -> SelectResult:
             raise AsrprivError("--out-format kaldi needs --ids (a table is keyed by utterance id)")
         write_lines(s.output, lines, s.words)
         return SelectResult(s.output, len(lines))
-    if s.words is not None:
-        raise AsrprivError("--words applies to --out-format kaldi")
     if s.output not in (None, "-"):
-        from asrpriv.io import kaldi_tables
-
         if kaldi_tables.is_specifier(s.output):
             raise AsrprivError(f"-o {s.output}: a Kaldi wspecifier needs --out-format kaldi")
     with open_output(s.output) as out:
