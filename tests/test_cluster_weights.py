@@ -343,3 +343,6 @@ def test_bad_inputs_one_line_errors(tmp_path):
     proc = run_proc(["cluster-weights", "--labels", str(short), "--out", str(out), *paths])
     assert_one_line_error(proc, "short.tsv", "no labels")
     assert not out.exists()
+    proc = run_proc(["cluster-weights", "--labels", labels, "--unit", "accent", "--out", str(out), *paths])
+    assert_one_line_error(proc, "no label column 'accent'")
+    assert not out.exists()
