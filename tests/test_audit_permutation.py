@@ -325,13 +325,15 @@ def test_speaker_signal_rejects_at_the_item_level_not_at_the_speaker_level():
 
 
 def test_speaker_level_p_is_valid_where_the_item_level_p_is_not():
-    """Many replicates of noisier speaker signals (clusters mix speakers), gender independent of
-    the vectors: the speaker-level p keeps P(p <= a) <= a, the item-level p rejects far more
-    often than a."""
+    """Many replicates of noisier speaker signals (clusters mix speakers), gender and meetings
+    independent of the vectors: the speaker-level p (gender over speakers, meetings by whole
+    speakers) keeps P(p <= a) <= a, the item-level p rejects far more often than a."""
     from asrpriv.audit.clustering import constrained_clusters
 
     rng = np.random.default_rng(12)
-    item_p, unit_p = [], []
+    item_p, unit_p, block_p = [], [], []
+    # AMI-like meetings: 4 series of 4 speakers, 2 meetings each, a speaker's subsets 1-2 / 3-4
+    meeting = [f"series{i // 16}{'ab'[(i % 4) // 2]}" for i in range(64)]
     for _ in range(120):
         x, speaker = _speaker_items(rng, 16, 4, 10, 0.6)
         gender_of = dict(zip(sorted(set(speaker)), rng.permutation(["F"] * 8 + ["M"] * 8)))
@@ -339,9 +341,11 @@ def test_speaker_level_p_is_valid_where_the_item_level_p_is_not():
         assignment = constrained_clusters(centred_gram([x], 64).squared_distances(), 4)
         item_p.append(perm.cluster_test(assignment, gender, 199, rng)["purity"].p)
         unit_p.append(perm.cluster_test(assignment, gender, 199, rng, speaker)["purity"].p)
-    item_p, unit_p = np.asarray(item_p), np.asarray(unit_p)
+        block_p.append(perm.cluster_test(assignment, meeting, 199, rng, speaker)["purity"].p)
+    item_p, unit_p, block_p = np.asarray(item_p), np.asarray(unit_p), np.asarray(block_p)
     for a in (0.05, 0.1):
         assert np.mean(unit_p <= a) <= a + 3 * np.sqrt(a * (1 - a) / len(unit_p)), a
+        assert np.mean(block_p <= a) <= a + 3 * np.sqrt(a * (1 - a) / len(block_p)), a
     assert np.mean(item_p <= 0.05) > 0.5            # anti-conservative: rejects most true nulls
 
 
