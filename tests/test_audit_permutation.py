@@ -233,3 +233,197 @@ def test_step_adds_the_tests_and_changes_nothing_else(tmp_path):
     assert late["permutation"] == on["permutation"]
     assert late["rank"]["bootstrap_ci95"] == on["rank"]["bootstrap_ci95"]
     assert "permutation" not in late["rank"]          # needs the distances: not made afterwards
+
+
+# --- at the sampled unit (issue 38) ---------------------------------------------------------------
+
+def test_scheme_of_each_kind_of_column():
+    speaker = ["a", "a", "b", "b", "c", "c"]
+    assert perm.scheme_of(speaker, None) == "items"
+    assert perm.scheme_of(speaker, speaker) == "items"                       # the unit itself
+    assert perm.scheme_of(["x", "x", "y", "y", "z", "z"], speaker) == "items"  # renames the unit
+    assert perm.scheme_of(["F", "F", "M", "M", "F", "F"], speaker) == "units"  # gender
+    assert perm.scheme_of(["m1", "m2", "m1", "m1", "m3", "m3"], speaker) == "blocks"  # meeting
+
+
+def test_block_permutations_move_whole_units_uniformly():
+    # units: a (2 items), b (3), c (2), d (2): b has no partner of its size and stays put
+    units = ["a", "b", "a", "c", "b", "c", "d", "b", "d"]
+    rows = next(perm.block_permutations(units, 6000, np.random.default_rng(0), 6000))
+    members = {u: [i for i, v in enumerate(units) if v == u] for u in "abcd"}
+    seen = {}
+    for row in rows:
+        assert sorted(row) == list(range(9))                       # a permutation of the items
+        assert [row[i] for i in members["b"]] == members["b"]
+        image = []
+        for u in "acd":
+            source = [row[i] for i in members[u]]
+            owner = units[source[0]]
+            assert source == members[owner], (u, source)          # a whole unit, in item order
+            image.append(owner)
+        seen[tuple(image)] = seen.get(tuple(image), 0) + 1
+    assert len(seen) == 6                                          # 3! orders of a, c, d
+    for count in seen.values():
+        assert abs(count / 6000 - 1 / 6) < 4 * np.sqrt((1 / 6) * (5 / 6) / 6000)
+
+
+def test_unit_permutation_p_exact_by_enumerating_the_units():
+    """Gender constant per speaker, 6 speakers of unequal sizes: the p-value of purity under
+    the units scheme is the share of the 6! speaker relabellings at least as pure (counted by
+    hand with 004's formula), and every relabelling keeps a speaker's items together."""
+    units = ["s1"] * 2 + ["s2"] * 3 + ["s3"] * 2 + ["s4"] * 4 + ["s5"] * 1 + ["s6"] * 3
+    gender_of = {"s1": "F", "s2": "F", "s3": "M", "s4": "M", "s5": "F", "s6": "M"}
+    labels = [gender_of[u] for u in units]
+    assignment = [0, 0, 0, 1, 1, 0, 1, 1, 1, 1, 1, 0, 2, 2, 2]
+    observed = score_clusters(assignment, labels).purity
+    speakers = sorted(gender_of)
+    values = [gender_of[s] for s in speakers]
+    hits = 0
+    orders = list(itertools.permutations(range(6)))
+    for order in orders:
+        relabel = {s: values[o] for s, o in zip(speakers, order)}
+        hits += score_clusters(assignment, [relabel[u] for u in units]).purity >= observed - 1e-12
+    exact = hits / len(orders)
+    assert 0.05 < exact < 0.9
+    rows = np.concatenate(list(perm.relabellings(labels, units, 20000, np.random.default_rng(3), 5000)))
+    for row in rows[:200]:
+        for s in speakers:
+            assert len({row[i] for i, u in enumerate(units) if u == s}) == 1
+    test = perm.cluster_test(assignment, labels, 20000, np.random.default_rng(4), units)
+    assert abs(test["purity"].p - exact) < 4 * _se(exact, 20000), (test["purity"].p, exact)
+
+
+def _speaker_items(rng, speakers: int, per: int, dim: int, spread: float):
+    """Items of speakers that each share a signal (a random centre), nothing else."""
+    centres = rng.normal(size=(speakers, dim))
+    x = np.repeat(centres, per, axis=0) + spread * rng.normal(size=(speakers * per, dim))
+    return x, [f"s{i // per}" for i in range(speakers * per)]
+
+
+def test_speaker_signal_rejects_at_the_item_level_not_at_the_speaker_level():
+    """The check of issue 38: items of one speaker share a signal and the label is constant per
+    speaker but has nothing to do with the signal. Clusters of one speaker's items are pure in
+    gender, so permuting gender over the items finds structure (it rejects); permuting it over
+    the speakers, which are what was sampled, does not."""
+    from asrpriv.audit.clustering import constrained_clusters
+
+    rng = np.random.default_rng(11)
+    x, speaker = _speaker_items(rng, 30, 4, 20, 0.05)
+    gender_of = dict(zip(sorted(set(speaker)), rng.permutation(["F"] * 15 + ["M"] * 15)))
+    gender = [gender_of[s] for s in speaker]
+    assignment = constrained_clusters(centred_gram([x], 120).squared_distances(), 4)
+    assert score_clusters(assignment, speaker).purity == 1.0           # the speaker signal
+    labels = {"speaker": speaker, "gender": gender}
+    items = perm.cluster_tests(assignment, labels, ["speaker", "gender"], 999, seed=1)
+    speakers = perm.cluster_tests(assignment, labels, ["speaker", "gender"], 999, seed=1, unit="speaker")
+    assert items["labels"]["gender"]["purity"]["p"] == 1 / 1000          # rejects
+    assert speakers["labels"]["gender"]["purity"]["p"] == 1.0            # every relabelling as pure
+    assert speakers["labels"]["gender"]["permuted"] == "units" and speakers["unit"] == "speaker"
+    # the speaker column itself is still tested over the items, and still leaks
+    assert speakers["labels"]["speaker"]["permuted"] == "items"
+    assert speakers["labels"]["speaker"]["purity"]["p"] == 1 / 1000
+
+
+def test_speaker_level_p_is_valid_where_the_item_level_p_is_not():
+    """Many replicates of noisier speaker signals (clusters mix speakers), gender and meetings
+    independent of the vectors: the speaker-level p (gender over speakers, meetings by whole
+    speakers) keeps P(p <= a) <= a, the item-level p rejects far more often than a."""
+    from asrpriv.audit.clustering import constrained_clusters
+
+    rng = np.random.default_rng(12)
+    item_p, unit_p, block_p = [], [], []
+    # AMI-like meetings: 4 series of 4 speakers, 2 meetings each, a speaker's subsets 1-2 / 3-4
+    meeting = [f"series{i // 16}{'ab'[(i % 4) // 2]}" for i in range(64)]
+    for _ in range(120):
+        x, speaker = _speaker_items(rng, 16, 4, 10, 0.6)
+        gender_of = dict(zip(sorted(set(speaker)), rng.permutation(["F"] * 8 + ["M"] * 8)))
+        gender = [gender_of[s] for s in speaker]
+        assignment = constrained_clusters(centred_gram([x], 64).squared_distances(), 4)
+        item_p.append(perm.cluster_test(assignment, gender, 199, rng)["purity"].p)
+        unit_p.append(perm.cluster_test(assignment, gender, 199, rng, speaker)["purity"].p)
+        block_p.append(perm.cluster_test(assignment, meeting, 199, rng, speaker)["purity"].p)
+    item_p, unit_p, block_p = np.asarray(item_p), np.asarray(unit_p), np.asarray(block_p)
+    for a in (0.05, 0.1):
+        assert np.mean(unit_p <= a) <= a + 3 * np.sqrt(a * (1 - a) / len(unit_p)), a
+        assert np.mean(block_p <= a) <= a + 3 * np.sqrt(a * (1 - a) / len(block_p)), a
+    assert np.mean(item_p <= 0.05) > 0.5            # anti-conservative: rejects most true nulls
+
+
+def test_meeting_like_labels_permuted_by_whole_speakers():
+    """A label that varies inside a speaker, as AMI's meetings do: 6 series of 4 speakers, each
+    series 2 meetings, a speaker's subsets 1-2 in the first and 3-4 in the second. With only a
+    speaker signal, permuted over the items it rejects (a speaker's cluster holds 2 + 2 items of
+    one meeting), permuted by whole speakers it does not. With a meeting signal on top (the
+    items of one meeting, 4 speakers, cluster together) it rejects by whole speakers too."""
+    from asrpriv.audit.clustering import constrained_clusters
+
+    rng = np.random.default_rng(13)
+    x, speaker = _speaker_items(rng, 24, 4, 20, 0.05)
+    meeting = [f"series{i // 16}{'ab'[(i % 4) // 2]}" for i in range(96)]
+    assert perm.scheme_of(meeting, speaker) == "blocks"
+    assignment = constrained_clusters(centred_gram([x], 96).squared_distances(), 4)
+    assert score_clusters(assignment, meeting).purity == 0.5
+    assert perm.cluster_test(assignment, meeting, 999, np.random.default_rng(0))["purity"].p == 1 / 1000
+    assert perm.cluster_test(assignment, meeting, 999, np.random.default_rng(0), speaker)["purity"].p == 1.0
+    codes = {m: k for k, m in enumerate(sorted(set(meeting)))}
+    y = x + 5.0 * rng.normal(size=(len(codes), 20))[[codes[m] for m in meeting]]
+    grouped = constrained_clusters(centred_gram([y], 96).squared_distances(), 4)
+    assert score_clusters(grouped, meeting).purity > 0.9
+    assert perm.cluster_test(grouped, meeting, 999, np.random.default_rng(0), speaker)["purity"].p == 1 / 1000
+
+
+def test_rank_test_relabels_the_speaker_over_items_and_other_labels_by_speakers():
+    rng = np.random.default_rng(14)
+    x, speaker = _speaker_items(rng, 20, 4, 10, 0.05)
+    d = centred_gram([x], 80).distances()
+    gender_of = dict(zip(sorted(set(speaker)), rng.permutation(["F"] * 10 + ["M"] * 10)))
+    gender = [gender_of[s] for s in speaker]
+    r = rank_test(d, speaker, random.Random(0), distractors=9, repeats=5)
+    by_items = perm.rank_tests(d, speaker, r.mean_rank, r.per_class, 199, 1, 9, 5, units=speaker)
+    assert by_items["permutation"]["permuted"] == "items" and by_items["permutation"]["p"] == 1 / 200
+    g = rank_test(d, gender, random.Random(0), distractors=9, repeats=5)
+    # gender's pairs are often one speaker's items: over the items that looks like leakage
+    loose = perm.rank_tests(d, gender, g.mean_rank, g.per_class, 199, 1, 9, 5)
+    strict = perm.rank_tests(d, gender, g.mean_rank, g.per_class, 199, 1, 9, 5, units=speaker)
+    assert strict["permutation"]["permuted"] == "blocks"
+    assert strict["permutation"]["null_mean"] < loose["permutation"]["null_mean"]
+    assert strict["permutation"]["p"] > loose["permutation"]["p"]
+
+
+def test_step_unit_option_names_each_columns_relabelling(tmp_path):
+    rng = np.random.default_rng(15)
+    rows = ["item\tspeaker\tgender\tmeeting"]
+    files = []
+    centres = rng.normal(size=(10, 16))
+    for i in range(40):
+        path = tmp_path / f"it{i}.npy"
+        np.save(path, (centres[i // 4] + 0.05 * rng.normal(size=16)).astype(np.float32))
+        files.append(str(path))
+        rows.append(f"it{i}\tspk{i // 4}\t{'FM'[(i // 4) % 2]}\tm{i // 8}{'ab'[(i % 4) // 2]}")
+    (tmp_path / "labels.tsv").write_text("\n".join(rows) + "\n")
+    run_proc(["cluster-weights", "--labels", str(tmp_path / "labels.tsv"), "--method", "constrained",
+              "--size", "4", "--rank-label", "speaker", "--rank-distractors", "9", "--probe-label", "gender",
+              "--unit", "speaker", "--seed", "1", "--permutations", "199", "--out", str(tmp_path / "out"),
+              *files], check=True)
+    report = json.loads((tmp_path / "out" / "report.json").read_text())
+    t = report["permutation"]
+    assert t["unit"] == "speaker" and report["settings"]["unit"] == "speaker"
+    assert {c: t["labels"][c]["permuted"] for c in t["labels"]} == \
+        {"speaker": "items", "gender": "units", "meeting": "blocks"}
+    # one speaker per cluster: its gender is no evidence at the speaker level
+    assert t["labels"]["speaker"]["purity"]["p"] == 1 / 200 and t["labels"]["gender"]["purity"]["p"] == 1.0
+    assert report["rank"]["permutation"]["permuted"] == "items"
+    probe = report["probe"]["gender"]
+    assert probe["grouped_by"] == "speaker" and probe["groups"] == 10
+    assert probe["interval"].startswith("cluster bootstrap over speaker (10 units")
+    md = (tmp_path / "out" / "report.md").read_text()
+    assert "`gender` over the speaker units" in md and "`meeting` by whole speakers" in md
+    assert "Intervals: cluster bootstrap over speaker" in md
+    # an audit whose tests permuted over the items gets them again at the speaker level
+    from asrpriv.audit.permutation import add_saved_tests
+
+    old = json.loads(json.dumps(report))
+    old["permutation"].pop("unit")
+    redone = add_saved_tests(old, str(tmp_path / "out" / "assignments.tsv"), str(tmp_path / "labels.tsv"),
+                             unit="speaker")
+    assert redone["permutation"].pop("post_hoc") is True and redone["permutation"] == t

@@ -120,6 +120,121 @@ def test_kmeans_two_groups_and_probe():
     assert lo == pytest.approx(0.4902, abs=1e-4) and hi == pytest.approx(0.9433, abs=1e-4)
 
 
+# --- the probe at the sampled unit (issue 38): grouped folds, cluster bootstrap --------------------
+
+def test_grouped_folds_keep_each_speaker_in_one_fold_and_balance_classes():
+    from asrpriv.audit.probe import probe_splits
+
+    speaker = [f"s{i // 4}" for i in range(80)]
+    gender = ["F" if (i // 4) % 3 == 0 else "M" for i in range(80)]          # 7 F, 13 M speakers
+    splits = probe_splits(gender, speaker, 5, seed=3)
+    assert len(splits) == 5
+    tested = np.concatenate([test for _, test in splits])
+    assert sorted(tested) == list(range(80))                                  # each item once
+    for train, test in splits:
+        assert not {speaker[i] for i in train} & {speaker[i] for i in test}  # no speaker split
+        assert {gender[i] for i in train} == {"F", "M"}
+        assert 1 <= sum(gender[i] == "F" for i in test) // 4 <= 2            # 7 F over 5 folds
+    # item-level folds split speakers (what grouping is for)
+    loose = probe_splits(gender, None, 5, seed=3)
+    assert any({speaker[i] for i in train} & {speaker[i] for i in test} for train, test in loose)
+
+
+def test_cluster_bootstrap_hand_worked():
+    """Units A (2 items, both right), B (2 items, none), C (4 items, 2 right): a resample's
+    accuracy is its drawn units' right items over their items, counted with multiplicity."""
+    from asrpriv.audit.probe import cluster_bootstrap
+
+    correct = [1, 1, 0, 0, 1, 0, 1, 0]
+    unit = [0, 0, 1, 1, 2, 2, 2, 2]
+    weights = [[1, 1, 1],        # the sample itself: 4 / 8
+               [2, 1, 0],        # A A B: 4 / 6
+               [0, 0, 3],        # C C C: 6 / 12
+               [0, 3, 0],        # B B B: 0 / 6
+               [1, 0, 2]]        # A C C: 6 / 10
+    got = cluster_bootstrap(correct, unit, weights)["accuracy"]
+    assert got == pytest.approx([0.5, 4 / 6, 0.5, 0.0, 0.6], abs=1e-12)
+    # the AUC of a resample weights each item by its unit's draw count
+    seen = []
+    cluster_bootstrap(correct, unit, [[2, 1, 0]], auc_of=lambda w: seen.append(list(w)) or 0.5)
+    assert seen == [[2, 2, 1, 1, 0, 0, 0, 0]]
+
+
+def test_cluster_bootstrap_distribution_equals_the_enumerated_one():
+    """4 units: every one of the 4^4 ordered draws of 4 units has probability 1/256; the Monte
+    Carlo resamples' accuracy takes each value as often as the enumeration says, and the
+    percentile interval is the enumerated distribution's 2.5% and 97.5% points."""
+    import itertools
+
+    from asrpriv.audit.probe import cluster_bootstrap, percentile_interval, resample_weights
+
+    right = [3, 0, 1, 2]            # right items of each unit
+    sizes = [3, 2, 4, 2]            # its items
+    correct = [1] * 3 + [0] * 2 + [1, 0, 0, 0] + [1, 1]
+    unit = [0] * 3 + [1] * 2 + [2] * 4 + [3] * 2
+    exact = {}
+    for draw in itertools.product(range(4), repeat=4):
+        value = round(sum(right[g] for g in draw) / sum(sizes[g] for g in draw), 12)
+        exact[value] = exact.get(value, 0) + 1 / 256
+    n = 40000
+    got = cluster_bootstrap(correct, unit, resample_weights(4, n, np.random.default_rng(5)))["accuracy"]
+    rounded = np.round(got, 12)
+    assert set(np.unique(rounded)) <= set(exact)
+    for value, prob in exact.items():
+        assert abs(np.mean(rounded == value) - prob) < 4 * math.sqrt(prob * (1 - prob) / n) + 1e-9, value
+    values = sorted(exact)
+    cdf = np.cumsum([exact[v] for v in values])
+    lo = values[int(np.searchsorted(cdf, 0.025))]
+    hi = values[int(np.searchsorted(cdf, 0.975))]
+    assert all(abs(c - q) > 0.004 for c in cdf for q in (0.025, 0.975))   # not on a jump's edge
+    assert percentile_interval(got) == pytest.approx((lo, hi), abs=1e-12)
+
+
+def test_cluster_interval_wider_than_the_item_interval_by_hand():
+    """20 speakers of 10 items, the probe right on every item of half of them and wrong on every
+    item of the rest: the items are 200 but the independent draws 20. A resample's accuracy is
+    (speakers right drawn) / 20 ~ Binomial(20, 1/2) / 20, whose 2.5% and 97.5% points are 6 and
+    14 (P(X <= 5) = 0.0207, P(X <= 6) = 0.0577): [0.30, 0.70]. Wilson over the 200 items
+    claims [0.4314, 0.5686]."""
+    from scipy.stats import binom
+
+    from asrpriv.audit.probe import cluster_bootstrap, percentile_interval, resample_weights, wilson_interval
+
+    assert binom.cdf(5, 20, 0.5) < 0.025 < binom.cdf(6, 20, 0.5)
+    unit = np.repeat(np.arange(20), 10)
+    correct = (unit % 2 == 0).astype(int)
+    draws = cluster_bootstrap(correct, unit, resample_weights(20, 20000, np.random.default_rng(6)))
+    assert percentile_interval(draws["accuracy"]) == pytest.approx((0.30, 0.70), abs=1e-12)
+    lo, hi = wilson_interval(100, 200)
+    assert (lo, hi) == pytest.approx((0.4314, 0.5686), abs=1e-4)
+
+
+def test_probe_grouped_by_speaker_does_not_score_by_recognising_speakers():
+    """Speakers with a strong signal of their own and a label drawn per speaker, unrelated to
+    the signal: folds over the items let the probe recognise the held-out items' speakers (high
+    accuracy); folds grouped by speaker leave it at chance, and its interval, a bootstrap over
+    the 30 speakers, is wider than the item-level Wilson interval and covers 0.5."""
+    from asrpriv.audit.probe import linear_probe
+
+    rng = np.random.default_rng(7)
+    x = np.repeat(rng.normal(size=(30, 60)), 4, axis=0) + 0.05 * rng.normal(size=(120, 60))
+    speaker = [f"s{i // 4}" for i in range(120)]
+    label_of = dict(zip(sorted(set(speaker)), rng.permutation(["F"] * 15 + ["M"] * 15)))
+    label = [label_of[s] for s in speaker]
+    embedding = centred_gram([x], 120).embedding()
+    loose = linear_probe(embedding, label, "gender", seed=0, bootstrap=200)
+    tight = linear_probe(embedding, label, "gender", seed=0, groups=speaker, grouped_by="speaker",
+                         bootstrap=500)
+    assert loose.accuracy > 0.9 and loose.grouped_by is None and "Wilson" in loose.interval
+    assert tight.accuracy < 0.75 and tight.accuracy_ci[0] < 0.5 < tight.accuracy_ci[1]
+    assert tight.groups == 30 and "cluster bootstrap over speaker (30 units" in tight.interval
+    assert tight.auc_ci[0] < 0.5 < tight.auc_ci[1]
+    from asrpriv.audit.probe import wilson_interval
+
+    w = wilson_interval(round(tight.accuracy * 120), 120)
+    assert tight.accuracy_ci[1] - tight.accuracy_ci[0] > w[1] - w[0]
+
+
 # --- the step on real file kinds -----------------------------------------------------------------
 
 def _write_deltas(tmp_path, groups=3, per_group=4, seed=0, tamper=None):
@@ -227,4 +342,7 @@ def test_bad_inputs_one_line_errors(tmp_path):
     short.write_text("\n".join(open(labels).read().splitlines()[:-1]) + "\n")
     proc = run_proc(["cluster-weights", "--labels", str(short), "--out", str(out), *paths])
     assert_one_line_error(proc, "short.tsv", "no labels")
+    assert not out.exists()
+    proc = run_proc(["cluster-weights", "--labels", labels, "--unit", "accent", "--out", str(out), *paths])
+    assert_one_line_error(proc, "no label column 'accent'")
     assert not out.exists()

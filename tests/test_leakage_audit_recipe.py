@@ -17,8 +17,8 @@ import pytest
 from conftest import AMI, ROOT
 
 NAME = "AMI text synthesized by flite, decoded by pocketsphinx 5.1.1 (synthetic speech)"
-P_VALUE = re.compile(r"\(p [0-9][0-9.e-]*[;)]")
-RANK_CELL = re.compile(r"[0-9.]+ \[[0-9.]+, [0-9.]+\], p [0-9][0-9.e-]* \(chance [0-9.]+\)")
+P_VALUE = re.compile(r"\(p [0-9][0-9.e-]*, Holm [0-9][0-9.e-]*[;)]")
+RANK_CELL = re.compile(r"[0-9.]+ \[[0-9.]+, [0-9.]+\], p [0-9][0-9.e-]*, Holm [0-9][0-9.e-]* \(chance [0-9.]+\)")
 
 
 def table_rows(text: str) -> list[tuple[str, str]]:
@@ -46,6 +46,8 @@ def assert_every_row_tested(text: str, tables: int = 4) -> None:
         if "mean speaker rank" in header:
             assert RANK_CELL.search(row), row
     assert "permutation test with N = " in text and "bootstrap 95% interval over speakers" in text
+    assert "*gender* over the speaker units" in text and "*main meeting* by whole speakers" in text
+    assert "Holm (1979) adjustment over the family of all m = " in text
 
 
 def _env() -> dict:
@@ -136,25 +138,35 @@ def test_leakage_report_on_a_synthetic_layout(tmp_path):
         spk = f"{'FM'[(i // 4) % 2]}spk{i // 4}"
         np.save(items / f"{spk}_{i % 4}.npy", (centres[i // 4] + 0.5 * rng.normal(size=12)).astype(np.float32))
         files.append(str(items / f"{spk}_{i % 4}.npy"))
-        rows.append(f"{spk}_{i % 4}\t{spk}\t{spk[0]}\tm{i // 8}")
+        rows.append(f"{spk}_{i % 4}\t{spk}\t{spk[0]}\tm{i // 16}{'ab'[(i % 4) // 2]}")   # AMI-like meetings
     (items / "labels.tsv").write_text("\n".join(rows) + "\n")
     request = lambda **kw: AuditRequest(inputs=files, labels_path=str(items / "labels.tsv"), seed=1,  # noqa: E731
                                         permutations=99, **kw)
     made = {
         "constrained": run_audit(request(method="constrained", size=4, rank_label="speaker", rank_distractors=9,
-                                         probe_labels=["gender"], probe_groups="speaker"))["report"],
-        "divisive": run_audit(request(method="divisive", size=4))["report"],
+                                         probe_labels=["gender"], unit="speaker"))["report"],
+        "divisive": run_audit(request(method="divisive", size=4, unit="speaker"))["report"],
+        # an audit as older code made it (every column permuted over the items): the report redoes
+        # its cluster tests at the speaker from the saved assignment
         "random": run_audit(request(method="random", size=4))["report"],
-        "kmeans2": run_audit(request(method="kmeans", clusters=2))["report"],
-        "ward2": run_audit(request(method="ward", clusters=2))["report"],
+        "kmeans2": run_audit(request(method="kmeans", clusters=2, unit="speaker"))["report"],
+        "ward2": run_audit(request(method="ward", clusters=2, unit="speaker"))["report"],
     }
+    assert made["random"]["permutation"]["unit"] is None
     out = tmp_path / "out"
-    names = ["e1-emb", "e1-all", "dp-z0", "dp-z1", "counts-clean", "counts-eps1"]
+    (out / "data").mkdir(parents=True)
+    (out / "data" / "labels.tsv").write_text((items / "labels.tsv").read_text())
+    assignment = run_audit(request(method="random", size=4))["assignment"]
+    for name in ("e1-emb", "e1-all"):
+        (out / "audit" / name / "random").mkdir(parents=True)
+        (out / "audit" / name / "random" / "assignments.tsv").write_text(
+            "item\tcluster\n" + "".join(f"{Path(f).stem}\t{c}\n" for f, c in zip(files, assignment)))
+    names = ["e1-emb", "e1-all", "dp-z0", "dp-z1", "dp-z1-d2", "counts-clean", "counts-eps1", "counts-eps1-d2"]
     for name in names:
         for method, report in made.items():
             if method != "constrained" and not name.startswith("e1-"):
                 continue
-            (out / "audit" / name / method).mkdir(parents=True)
+            (out / "audit" / name / method).mkdir(parents=True, exist_ok=True)
             (out / "audit" / name / method / "report.json").write_text(json.dumps(report))
         (out / "audit" / f"{name}.key").write_text("audit ...\n")
     old = time.time() - 7200                  # made by an invocation that recorded no run time
@@ -166,15 +178,53 @@ def test_leakage_report_on_a_synthetic_layout(tmp_path):
                                      f"65\t{started}\tPERMUTATIONS=99 bin/leakage-audit --reduced D O\n")
     args = ["--data", str(AMI), "--mode", "reduced", "--epochs", "1", "--layers", "emb=embedding.* all=*",
             "--z", "1", "--clip", "0.5", "--audit-epoch", "1", "--epsilons", "1", "--max-l1", "15",
-            "--nnlm-args", "--arch lstm", "--seconds", "65", "--command", "X", str(out)]
+            "--nnlm-args", "--arch lstm", "--seconds", "65", "--command", "X", "--draws", "2", str(out)]
     assert leakage.main(args) == 0
     text = (out / "results.md").read_text()
     assert NAME in text and "uses the AMI transcripts (text)" in text
     assert_every_row_tested(text)
     assert "N = 99 permutations (seed 1)" in text and "1 / (N + 1) = 0.01" in text
-    # the DP table: no clip, clip only, z = 1, counts clean, epsilon = 1
+    assert "*speaker* over the items" in text and "got their cluster tests afterwards" in text
+    assert "cluster bootstrap over speaker (8 units, 1000 resamples)" in text
+    assert "(0.50 here (speakers: 4 F, 4 M);" in text
+    # the DP table: no clip, clip only, z = 1 (2 draws), counts clean, epsilon = 1 (2 draws)
     dp = [row for header, row in table_rows(text) if header.startswith("| Shared artefact")]
-    assert len(dp) == 5 and all(RANK_CELL.search(row) for row in dp)
+    assert len(dp) == 7 and all(RANK_CELL.search(row) for row in dp)
+    assert [row.split(" | ")[1:3] for row in dp] == [
+        ["none", "∞ (no noise)"], ["clip only", "∞ (clipping alone)"],
+        ["z = 1, draw 1", "4.377 at δ = 1e-05 (per item)"], ["z = 1, draw 2", "4.377 at δ = 1e-05 (per item)"],
+        ["none", "∞ (no noise)"], ["epsilon = 1, draw 1", "1 per utterance (pure)"],
+        ["epsilon = 1, draw 2", "1 per utterance (pure)"]]
+    # Holm over the family: every test the file shows, once (computed here from the reports)
+    shown = {"e1-emb": {"random": [("speaker", "pure_clusters"), ("speaker", "purity"), ("meeting", "pure_clusters"),
+                                   ("meeting", "purity")]}}
+    shown["e1-emb"]["divisive"] = shown["e1-emb"]["random"]
+    shown["e1-emb"]["constrained"] = shown["e1-emb"]["random"] + [("rank",)]
+    for name in ("e1-emb", "e1-all"):
+        shown.setdefault(name, {})
+        shown[name]["kmeans2"] = shown[name]["ward2"] = [("gender", "purity")]
+    shown["e1-all"]["constrained"] = [("speaker", "pure_clusters"), ("speaker", "purity"), ("rank",)]
+    for name in names[2:]:
+        shown[name] = {"constrained": [("speaker", "pure_clusters"), ("speaker", "purity"), ("rank",)]}
+    family = {}
+    for name, methods in shown.items():
+        for method, keys in methods.items():
+            r = leakage.load(str(out), name, method)
+            for key in keys:
+                family[(name, method, *key)] = (r["rank"]["permutation"]["p"] if key == ("rank",)
+                                                else r["permutation"]["labels"][key[0]][key[1]]["p"])
+    assert len(family) == 38 and "over the family of all m = 38 p-values" in text
+    order = sorted(family, key=family.get)
+    holm, running = {}, 0.0
+    for i, key in enumerate(order):           # Holm (1979) step-down, by hand
+        running = max(running, min(1.0, (len(order) - i) * family[key]))
+        holm[key] = running
+    z1 = dp[2]
+    purity = family[("dp-z1", "constrained", "speaker", "purity")]
+    assert f"(p {purity:.3g}, Holm {holm[('dp-z1', 'constrained', 'speaker', 'purity')]:.3g};" in z1
+    assert f", Holm {holm[('dp-z1', 'constrained', 'rank')]:.3g} (chance" in z1
+    smallest = order[0]
+    assert holm[smallest] == pytest.approx(min(1.0, 38 * family[smallest]))
     # the parts, their sum, and the artefact older than both
     assert "Made by `PERMUTATIONS=99 bin/leakage-audit --reduced D O`, in 2 invocations" in text
     assert "3700 s + 65 s. Run time 3765 s = 1 h 2 min 45 s, the sum of the 2 parts" in text
@@ -188,3 +238,25 @@ def test_leakage_report_on_a_synthetic_layout(tmp_path):
     (out / "runtime.tsv").unlink()
     assert leakage.main(args) == 0
     assert "Mode reduced. Made by `X`. Run time 65 s" in (out / "results.md").read_text()
+
+
+def test_gaussian_row_epsilon_against_the_analytic_gaussian_mechanism():
+    """One Gaussian release of noise multiplier z: the exact (epsilon, delta) curve is Balle &
+    Wang's (2018, Thm. 8) delta(eps) = Phi(1/(2z) - eps z) - e^eps Phi(-1/(2z) - eps z); the
+    report's PLD epsilon is pessimistic by at most its discretization (0.01)."""
+    from scipy.optimize import brentq
+    from scipy.stats import norm
+
+    from asrpriv.reports.leakage import gaussian_release_epsilon, noise_epsilon
+
+    def exact(z: float, delta: float) -> float:
+        curve = lambda eps: (norm.cdf(1 / (2 * z) - eps * z)  # noqa: E731
+                             - np.exp(eps) * norm.cdf(-1 / (2 * z) - eps * z) - delta)
+        return brentq(curve, 0.0, 100.0)
+
+    for z in (0.5, 1.0, 2.0):
+        got, want = gaussian_release_epsilon(z, 1e-5), exact(z, 1e-5)
+        assert want - 1e-9 <= got <= want + 0.02, (z, got, want)
+    assert abs(gaussian_release_epsilon(1.0, 1e-5) - 4.3772) < 0.01
+    assert noise_epsilon("gaussian", "2", 1e-6).endswith("at δ = 1e-06 (per item)")
+    assert noise_epsilon("laplace", "0.1", 1e-5) == "0.1 per utterance (pure)"

@@ -33,6 +33,10 @@ class AuditRequest:
     #: permutation tests of purity / pure clusters / entropy and of the mean rank, and bootstrap
     #: resamples of the mean rank's interval (asrpriv.audit.permutation); 0 = off
     permutations: int = 999
+    #: the label column whose values are the sampled units (e.g. speaker): the tests relabel at
+    #: that unit (asrpriv.audit.permutation.scheme_of), the probe's folds keep a unit's items
+    #: together and its intervals resample units (unless probe_groups names another column)
+    unit: str | None = None
 
 
 def run_audit(request: AuditRequest, progress=None) -> dict:
@@ -50,7 +54,7 @@ def run_audit(request: AuditRequest, progress=None) -> dict:
     if missing:
         raise InputError(request.labels_path, None,
                          f"no labels for {len(missing)} item(s), e.g. {missing[0]!r} ({_path_of(items, missing[0])})")
-    for name in [request.rank_label, request.color_label, request.probe_groups,
+    for name in [request.rank_label, request.color_label, request.probe_groups, request.unit,
                  *request.probe_labels]:
         if name is not None and name not in columns:
             raise AsrprivError(f"no label column {name!r} in {request.labels_path} "
@@ -100,7 +104,8 @@ def run_audit(request: AuditRequest, progress=None) -> dict:
         "purity": {col: scores[col]["purity"] for col in columns},
         "entropy": {col: scores[col]["entropy"] for col in columns},
         "settings": {"seed": request.seed, "size": request.size, "epsilon": request.epsilon,
-                     "clusters_requested": request.clusters, "log_base": 2},
+                     "clusters_requested": request.clusters, "log_base": 2,
+                     "unit": request.unit},
         # what the report reveals is what its items reveal (privacy-report reads this)
         "privacy_state": state_to_json(privacy),
     }
@@ -108,7 +113,7 @@ def run_audit(request: AuditRequest, progress=None) -> dict:
         from asrpriv.audit.permutation import cluster_tests
 
         report["permutation"] = cluster_tests(assignment, labels, columns, request.permutations,
-                                              request.seed)
+                                              request.seed, request.unit)
     small = [col for col in columns if len(set(labels[col])) <= 5]
     if small:
         report["confusion"] = {col: {str(c): row for c, row in
@@ -128,17 +133,19 @@ def run_audit(request: AuditRequest, progress=None) -> dict:
 
             report["rank"].update(rank_tests(distances, labels[request.rank_label], result.mean_rank,
                                              result.per_class, request.permutations, request.seed,
-                                             request.rank_distractors, request.rank_repeats))
+                                             request.rank_distractors, request.rank_repeats,
+                                             labels[request.unit] if request.unit else None))
     if request.probe_labels:
         from asrpriv.audit.probe import linear_probe
 
         embedding = geometry.embedding()
-        groups = labels[request.probe_groups] if request.probe_groups else None
+        grouped_by = request.probe_groups or request.unit
+        groups = labels[grouped_by] if grouped_by else None
         report["probe"] = {}
         for col in request.probe_labels:
             try:
                 result = linear_probe(embedding, labels[col], col, request.seed,
-                                      request.probe_folds, groups, request.probe_groups)
+                                      request.probe_folds, groups, grouped_by)
             except ValueError as err:
                 raise AsrprivError(f"--probe-label {col}: {err}") from None
             report["probe"][col] = result.as_dict()
@@ -201,6 +208,9 @@ def markdown_report(report: dict) -> str:
     if perm:
         lines += ["", f"p: one-sided {perm['test']}; N = {perm['permutations']} permutations "
                       f"(seed {perm['seed']}); null: the permutations' mean purity and central 95% range."]
+        lines += ["", "Each column's relabelling (what its test assumes exchangeable): "
+                  + "; ".join(f"`{col}` {scheme_text(t.get('permuted', 'items'), perm.get('unit'))}"
+                              for col, t in perm.get("labels", {}).items()) + "."]
     lines += ["", "Cluster sizes: " + ", ".join(f"{k}: {v}" for k, v in report["sizes"].items()), ""]
     if "rank" in report:
         r = report["rank"]
@@ -220,9 +230,10 @@ def markdown_report(report: dict) -> str:
         auc = (f", AUC {p['auc']:.3f} [{p['auc_ci'][0]:.3f}, {p['auc_ci'][1]:.3f}]"
                if p.get("auc") is not None and p.get("auc_ci") else "")
         grouped = f", folds grouped by `{p['grouped_by']}`" if p.get("grouped_by") else ""
+        interval = f" Intervals: {p['interval']}." if p.get("interval") else ""
         lines += [f"Linear probe for `{col}`: accuracy {p['accuracy']:.3f} "
                   f"[{p['accuracy_ci'][0]:.3f}, {p['accuracy_ci'][1]:.3f}] (chance "
-                  f"{p['chance']:.3f}){auc}; {p['folds']}-fold cross-validation{grouped}.", ""]
+                  f"{p['chance']:.3f}){auc}; {p['folds']}-fold cross-validation{grouped}.{interval}", ""]
     for col, table in report.get("confusion", {}).items():
         classes = sorted(next(iter(table.values())))
         lines += [f"Confusion table for `{col}`:", "",
@@ -232,6 +243,13 @@ def markdown_report(report: dict) -> str:
             lines.append(f"| {cluster} | " + " | ".join(str(row[c]) for c in classes) + " |")
         lines.append("")
     return "\n".join(lines)
+
+
+def scheme_text(scheme: str, unit: str | None) -> str:
+    """What a relabelling scheme assumes, in words (asrpriv.audit.permutation.SCHEMES)."""
+    from asrpriv.audit.permutation import SCHEMES
+
+    return SCHEMES[scheme].format(unit=unit or "unit")
 
 
 def fmt_p(p: float) -> str:

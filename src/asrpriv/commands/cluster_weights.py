@@ -34,15 +34,30 @@ METHODS = ("ward", "divisive", "constrained", "random", "kmeans")
 @click.option("--probe-label", "probe_labels", multiple=True, metavar="COL",
               help="Cross-validated logistic-regression probe predicting this label (repeatable).")
 @click.option("--probe-groups", default=None, metavar="COL",
-              help="Keep items with the same value of COL (e.g. speaker) in the same fold.")
+              help="Keep items with the same value of COL in the same fold (stratified group "
+                   "k-fold) and resample COL's values for the probe's intervals [--unit].")
 @click.option("--probe-folds", type=click.IntRange(min=2), default=5, show_default=True)
 @click.option("--permutations", type=click.IntRange(min=0), default=999, show_default=True,
               metavar="N",
               help="Permutation tests: purity, pure clusters and entropy of every label column "
-                   "against N permutations of the labels over the items (the clusters fixed), and "
-                   "the rank test's mean rank against N permutations of --rank-label (the test "
-                   "rerun on the same distances), add-one p-values; plus a bootstrap 95% interval "
-                   "of the mean rank over classes (N resamples). Seeded by --seed. 0 = off.")
+                   "against N relabellings (the clusters fixed), and the rank test's mean rank "
+                   "against N relabellings of --rank-label (the test rerun on the same "
+                   "distances), add-one p-values; plus a bootstrap 95% interval of the mean rank "
+                   "over classes (N resamples). Which relabellings: see --unit. Seeded by --seed. "
+                   "0 = off.")
+@click.option("--unit", default=None, metavar="COL",
+              help="The label column whose values are the sampled units (e.g. speaker: a "
+                   "speaker's items share a signal, so only speakers are exchangeable). The "
+                   "tests then assume: COL itself (and any column naming every unit by its own "
+                   "value) permuted over the items (null: the unit does not leak, items "
+                   "exchangeable); a column constant within each unit and shared by several "
+                   "(gender) permuted over the units (null: it does not leak though the unit "
+                   "may; units exchangeable); a column that varies inside a unit (an item's "
+                   "meeting) permuted by whole units, each unit's values in item order moved to "
+                   "a unit of as many items (units exchangeable, nothing assumed inside one). "
+                   "The probe's folds and intervals group by COL too. Without --unit every test "
+                   "permutes over the items (items assumed exchangeable) and the probe's "
+                   "intervals are over items.")
 @click.option("--color-label", default=None, metavar="COL",
               help="Label column that colours the dendrogram's leaves [the first].")
 @click.option("--memory", "memory_mb", type=click.IntRange(min=16), default=1024, show_default=True,
@@ -57,7 +72,7 @@ METHODS = ("ward", "divisive", "constrained", "random", "kmeans")
 @common_options
 def cluster_weights(inputs, labels_path, method, layer, clusters, size, epsilon, rank_label,
                     rank_distractors, rank_repeats, probe_labels, probe_groups, probe_folds,
-                    permutations, color_label, memory_mb, out_dir, seed, allow_seeded=False):
+                    permutations, unit, color_label, memory_mb, out_dir, seed, allow_seeded=False):
     """Audit what shared artifacts reveal about who made them (paper 004 §4.3-4.6).
 
     FILE... are model or delta files (one vector per file: the --layer parameters), counts
@@ -69,6 +84,13 @@ def cluster_weights(inputs, labels_path, method, layer, clusters, size, epsilon,
     column, the number of pure clusters and the size histogram, each with a permutation
     p-value (--permutations); optionally the rank test (with a permutation p-value and a
     bootstrap interval) and a linear probe (accuracy and AUC with 95% intervals).
+
+    What each test assumes: a permutation p-value is valid when its relabellings are
+    exchangeable under the null. With --unit (e.g. speaker) the labels are permuted at the
+    unit that was sampled, as --unit says; report.json names each column's scheme under
+    permutation.labels.COL.permuted (items, units or blocks). The rank test's bootstrap
+    resamples classes; the probe's folds keep a unit's items together and its intervals are a
+    bootstrap over units (without groups: Wilson over items, AUC bootstrap over items).
     """
     from asrpriv.audit.run import AuditRequest, cluster_weights as run
     from asrpriv.commands.options import info
@@ -80,7 +102,7 @@ def cluster_weights(inputs, labels_path, method, layer, clusters, size, epsilon,
                            rank_repeats=rank_repeats, probe_labels=list(probe_labels),
                            probe_groups=probe_groups, probe_folds=probe_folds,
                            color_label=color_label, memory_budget=memory_mb << 20,
-                           allow_seeded=allow_seeded, permutations=permutations)
+                           allow_seeded=allow_seeded, permutations=permutations, unit=unit)
     with Progress("dims") as bar:
         result = run(request, out_dir, progress=bar.update)
     report = result["report"]

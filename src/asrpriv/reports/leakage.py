@@ -7,15 +7,26 @@ Reads OUT/audit/NAME/METHOD/report.json (asrpriv cluster-weights: purity and ent
 column with entropy in bits, 004 Eq. 4.3-4.5; the rank test of 004 §4.5; the gender probe) and
 writes OUT/results.md and OUT/leakage_vs_noise.png. Paper 004's numbers (TED talks, acoustic
 models, 2,745 items) are printed beside ours for orientation only.
+
+Tests at the sampled unit (issue 38): the audits permute at the speaker (cluster-weights --unit
+speaker); an audit whose cluster tests were made at another unit gets them again from its saved
+assignment. Every p-value the file shows also gets its Holm (1979) adjustment over the family of
+all of them (:class:`Family`; each audit's test counted once where two tables show it). Each
+noise row states its epsilon: one local Gaussian release by dp-accounting's PLD accountant
+(:func:`gaussian_release_epsilon`), the Laplace rows per utterance.
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 
-from asrpriv.reports.common import data_name, data_paragraph, runtime_paragraph, save_figure
+from asrpriv.reports.common import data_name, data_paragraph, fmt_eps, runtime_paragraph, save_figure
+
+#: the label column whose values are the audit's sampled units (bin/leakage-audit: --unit speaker)
+UNIT = "speaker"
 
 # 004 Tables 4.8 (case 1: talk) and 4.9 (case 2: speaker): (pure clusters, purity, entropy);
 # its epochs 0 and 2 are our epochs 1 and 3 (004 counts from 0)
@@ -30,10 +41,17 @@ METHOD = {"random": "Random", "divisive": "Method 1 (divisive)", "constrained": 
 
 
 def load(out: str, name: str, method: str) -> dict | None:
-    """One audit's report.json; an audit made without permutation tests gets them here, from its
-    saved assignment and the run's labels (:func:`asrpriv.audit.permutation.add_saved_tests`:
-    the same cluster tests, and the rank's bootstrap interval; the rank's permutation test needs
-    distances that were not kept)."""
+    """One audit's report.json; an audit made without permutation tests, or with its labels
+    permuted at another unit than the speaker (an audit older than issue 38 permuted over the
+    items), gets its cluster tests here, from its saved assignment and the run's labels
+    (:func:`asrpriv.audit.permutation.add_saved_tests`: the same tests at the speaker unit, and
+    the rank's bootstrap interval; the rank's permutation test needs distances that were not
+    kept). Read once per process (:func:`_load`); ``_where`` names it for :class:`Family`."""
+    return _load(os.path.abspath(out), name, method)
+
+
+@functools.lru_cache(maxsize=None)
+def _load(out: str, name: str, method: str) -> dict | None:
     path = os.path.join(out, "audit", name, method, "report.json")
     if not os.path.exists(path):
         return None
@@ -41,11 +59,56 @@ def load(out: str, name: str, method: str) -> dict | None:
         report = json.load(f)
     assignments = os.path.join(os.path.dirname(path), "assignments.tsv")
     labels = os.path.join(out, "data", "labels.tsv")
-    if "permutation" not in report and os.path.exists(assignments) and os.path.exists(labels):
+    made = report.get("permutation")
+    if (made is None or made.get("unit") != UNIT) and os.path.exists(assignments) and os.path.exists(labels):
+        from asrpriv.audit.labels import read_labels
         from asrpriv.audit.permutation import add_saved_tests
 
-        add_saved_tests(report, assignments, labels)
+        unit = UNIT if UNIT in read_labels(labels)[0] else None
+        if made is None or made.get("unit") != unit:
+            add_saved_tests(report, assignments, labels, unit=unit)
+    report["_where"] = f"{name}/{method}"
     return report
+
+
+class Family:
+    """The family of tests a results file reports, for Holm's adjustment.
+
+    Rendering runs twice: first every cell adds its p-value under a key that names the audit and
+    the test (an audit's test shown in two tables is one member), then :meth:`adjust` computes
+    Holm's adjusted values (:func:`asrpriv.stats.multiple.holm_adjust`) and the second rendering
+    reads them.
+    """
+
+    def __init__(self) -> None:
+        self.p: dict[tuple, float] = {}
+        self.holm: dict[tuple, float] | None = None
+
+    def add(self, r: dict, *test: str) -> str:
+        """Record the p-value of TEST of report R; returns the ', Holm x' text (empty on the
+        first pass)."""
+        key = (r.get("_where", str(id(r))), *test)
+        p = _p_of(r, test)
+        self.p[key] = p
+        if self.holm is None:
+            return ""
+        return f", Holm {self.holm[key]:.3g}"
+
+    def adjust(self) -> None:
+        from asrpriv.stats.multiple import holm_adjust
+
+        keys = list(self.p)
+        self.holm = dict(zip(keys, holm_adjust([self.p[k] for k in keys])))
+
+    def __len__(self) -> int:
+        return len(self.p)
+
+
+def _p_of(r: dict, test: tuple) -> float:
+    if test == ("rank",):
+        return r["rank"]["permutation"]["p"]
+    col, stat = test
+    return tests(r, col)[stat]["p"]
 
 
 NO_TEST = "(no test)"
@@ -60,25 +123,27 @@ def tests(r: dict | None, col: str) -> dict | None:
     return (((r or {}).get("permutation") or {}).get("labels") or {}).get(col)
 
 
-def pure_cell(r: dict, col: str, of: bool = True) -> str:
+def pure_cell(r: dict, col: str, family: Family, of: bool = True) -> str:
     s, t = r["labels"][col], tests(r, col)
     text = f"{s['pure_clusters']} of {s['clusters']}" if of else f"{s['pure_clusters']}"
-    return text + (f" ({fmt_p(t['pure_clusters']['p'])})" if t else f" {NO_TEST}")
+    if not t:
+        return text + f" {NO_TEST}"
+    return text + f" ({fmt_p(t['pure_clusters']['p'])}{family.add(r, col, 'pure_clusters')})"
 
 
-def purity_cell(r: dict, col: str) -> str:
+def purity_cell(r: dict, col: str, family: Family) -> str:
     s, t = r["labels"][col], tests(r, col)
     if not t:
         return f"{s['purity']:.3f} {NO_TEST}"
     u = t["purity"]
-    return (f"{s['purity']:.3f} ({fmt_p(u['p'])}; null {u['null_mean']:.3f} "
+    return (f"{s['purity']:.3f} ({fmt_p(u['p'])}{family.add(r, col, 'purity')}; null {u['null_mean']:.3f} "
             f"[{u['null_95'][0]:.3f}, {u['null_95'][1]:.3f}])")
 
 
-def pe(r: dict | None, col: str) -> str:
+def pe(r: dict | None, col: str, family: Family) -> str:
     if not r:
         return "– | – | –"
-    return f"{pure_cell(r, col)} | {purity_cell(r, col)} | {r['labels'][col]['entropy']:.2f}"
+    return f"{pure_cell(r, col, family)} | {purity_cell(r, col, family)} | {r['labels'][col]['entropy']:.2f}"
 
 
 def probe(r: dict | None, col: str = "gender") -> str:
@@ -90,7 +155,7 @@ def probe(r: dict | None, col: str = "gender") -> str:
     return f"acc {p['accuracy']:.2f} [{p['accuracy_ci'][0]:.2f}, {p['accuracy_ci'][1]:.2f}] (chance {p['chance']:.2f}){auc}"
 
 
-def rank(r: dict | None) -> str:
+def rank(r: dict | None, family: Family) -> str:
     k = (r or {}).get("rank")
     if not k:
         return "–"
@@ -101,19 +166,33 @@ def rank(r: dict | None) -> str:
         return (f"{k['mean_rank']:.2f} [{lo:.2f}, {hi:.2f}], no permutation test (distances not kept) "
                 f"(chance {k['chance_rank']:.1f})")
     lo, hi = k["bootstrap_ci95"]
-    return (f"{k['mean_rank']:.2f} [{lo:.2f}, {hi:.2f}], {fmt_p(k['permutation']['p'])} "
+    return (f"{k['mean_rank']:.2f} [{lo:.2f}, {hi:.2f}], {fmt_p(k['permutation']['p'])}{family.add(r, 'rank')} "
             f"(chance {k['chance_rank']:.1f})")
 
 
-def tests_paragraph(reports: list[dict]) -> str:
-    """Which tests stand beside the numbers, and with how many permutations."""
+def _relabelled(reports: list[dict]) -> str:
+    """How the cluster tests relabelled each column, from the reports' own record."""
+    from asrpriv.audit.run import scheme_text
+
+    seen: dict[str, set] = {}
+    for r in reports:
+        perm = r.get("permutation") or {}
+        for col, t in (perm.get("labels") or {}).items():
+            seen.setdefault(col, set()).add(scheme_text(t.get("permuted", "items"), perm.get("unit")))
+    return "; ".join(f"*{'main meeting' if col == 'meeting' else col}* {' / '.join(sorted(v))}"
+                     for col, v in seen.items())
+
+
+def tests_paragraph(reports: list[dict], family: Family) -> str:
+    """Which tests stand beside the numbers, what each assumes, and the family of Holm's
+    adjustment."""
     perms = sorted({r["permutation"]["permutations"] for r in reports if r.get("permutation")})
     seeds = sorted({str(r["permutation"]["seed"]) for r in reports if r.get("permutation")})
     ranks = sorted({r["rank"]["permutation"]["permutations"] for r in reports
                     if (r.get("rank") or {}).get("permutation")})
     if not perms and not ranks:
         return ("**Tests.** No permutation tests: these audits were made without them (PERMUTATIONS=0 or an "
-                "older asrpriv); the probe's intervals are Wilson (accuracy) and bootstrap (AUC) 95% intervals.\n")
+                "older asrpriv); the probe's intervals are as each audit made them.\n")
     n = " or ".join(str(p) for p in perms) or "–"
     smallest = " or ".join(f"{1 / (p + 1):.3g}" for p in perms) or "–"
     boots = sorted({r["rank"]["bootstrap_resamples"] for r in reports
@@ -122,23 +201,81 @@ def tests_paragraph(reports: list[dict]) -> str:
     nb = " or ".join(str(p) for p in boots) or "–"
     partial = any(not r.get("permutation") or (r.get("rank") and "permutation" not in r["rank"]) for r in reports)
     post_hoc = any((r.get("permutation") or {}).get("post_hoc") for r in reports)
+    probes = [((r.get("probe") or {}).get("gender") or {}) for r in reports if (r.get("probe") or {}).get("gender")]
+    intervals = sorted({p.get("interval") or "accuracy: Wilson 95% over items; AUC: bootstrap over items "
+                        "(an audit older than issue 38)" for p in probes})
     return (f"**Tests** (one-sided; each p-value is the add-one estimate (1 + #{{permutations at least as extreme}}) / "
             f"(N + 1), so the smallest possible is 1 / (N + 1) = {smallest}). Purity and pure clusters: a "
-            f"permutation test with N = {n} permutations (seed {', '.join(seeds)}): the clusters held fixed, the "
-            "label column (speaker, main meeting or gender) permuted over the items; *null* is the permutations' "
-            "mean purity and central 95% range, what clusters of these sizes give by chance. Mean speaker rank: "
+            f"permutation test with N = {n} permutations (seed {', '.join(seeds)}), the clusters held fixed and "
+            f"each label column relabelled at the unit that was sampled, the speaker: {_relabelled(reports)}. A "
+            "speaker's 4 subsets share a signal, so they are not exchangeable with other speakers' subsets; gender "
+            "and the main meeting are therefore never permuted over the items, which would count a speaker's own "
+            "cohesion as evidence about its gender or meetings. *null* is the permutations' mean purity and central "
+            "95% range, what clusters of these sizes give by chance. Mean speaker rank: "
             f"a percentile bootstrap 95% interval over speakers ({nb} resamples; each speaker's query gives one "
             "per-speaker mean rank)" + (f" and a permutation test with N = {nr} permutations: the speaker labels "
-                                     "permuted over the items and the whole rank test rerun (random pairs and "
-                                     "distractors) on the same distances. " if ranks else ". ")
-            + "Gender probe: accuracy with a Wilson 95% interval, AUC with a bootstrap 95% interval over items (1,000 "
-            "resamples). The p-values are per cell, not corrected for the number of cells."
+                                     "permuted over the items (the null: speakers do not leak) and the whole rank "
+                                     "test rerun (random pairs and distractors) on the same distances. "
+                                     if ranks else ". ")
+            + ("Gender probe: folds grouped by speaker (no speaker in both the training and the test folds); "
+               "intervals: " + "; ".join(intervals) + ". " if probes else "")
+            + f"**Holm**: beside each p-value its Holm (1979) adjustment over the family of all m = {len(family)} "
+            "p-values this file reports (every purity, pure-cluster and mean-rank test of every table; a test shown "
+            "in two tables counts once); rejecting where the Holm value is <= alpha holds the family-wise error rate "
+            "at alpha over the whole file, under any dependence between the tests."
             + (f" {NO_TEST}: that audit was made without permutation tests." if partial and not post_hoc else "")
-            + (" Audits made without `--permutations` (an asrpriv older than these tests) got the cluster tests "
-               "afterwards from their saved assignments and the run's labels (the same test and seed streams: "
-               "`asrpriv.audit.permutation.add_saved_tests`) and the rank's bootstrap interval from their "
-               "per-speaker mean ranks; the rank's permutation test needs the distances, which they did not keep, "
-               "so those cells say so." if post_hoc else "") + "\n")
+            + (" Audits made without `--permutations`, or whose tests permuted over the items (an asrpriv older "
+               "than these tests), got their cluster tests afterwards from their saved assignments and the run's "
+               "labels (the same tests, unit and seed streams: `asrpriv.audit.permutation.add_saved_tests`) and the "
+               "rank's bootstrap interval from their per-speaker mean ranks; the rank's permutation test needs the "
+               "distances, which they did not keep, so those cells say so." if post_hoc else "") + "\n")
+
+
+@functools.lru_cache(maxsize=None)
+def gaussian_release_epsilon(z: float, delta: float) -> float:
+    """epsilon at ``delta`` of one Gaussian release with noise multiplier ``z`` (std = z times the
+    L2 sensitivity; no sampling, no composition): dp-accounting's PLD accountant on
+    ``GaussianDpEvent(z)``, value discretization 0.01 (a pessimistic estimate, within about 0.01
+    of the exact value; the finer default takes minutes at z = 0.01)."""
+    from dp_accounting import dp_event, pld
+
+    accountant = pld.PLDAccountant(value_discretization_interval=1e-2)
+    accountant.compose(dp_event.GaussianDpEvent(float(z)))
+    return float(accountant.get_epsilon(float(delta)))
+
+
+def noise_epsilon(kind: str, level: str, delta: float) -> str:
+    """The epsilon cell of a noise row: ``kind`` none / clip / gaussian / laplace."""
+    if kind == "none":
+        return "∞ (no noise)"
+    if kind == "clip":
+        return "∞ (clipping alone)"
+    if kind == "gaussian":
+        return f"{fmt_eps(gaussian_release_epsilon(float(level), delta))} at δ = {delta:g} (per item)"
+    return f"{level} per utterance (pure)"
+
+
+def draw_names(base: str, draws: int) -> list[tuple[int, str]]:
+    """The audits of a noise row's draws: draw 1 is BASE, draw d > 1 BASE-dD (bin/leakage-audit)."""
+    return [(d, base if d == 1 else f"{base}-d{d}") for d in range(1, draws + 1)]
+
+
+def gender_floor(out: str) -> str:
+    """'0.72: 32 women, 84 men'-style: the majority share of the items' genders (labels.tsv)."""
+    path = os.path.join(out, "data", "labels.tsv")
+    if not os.path.exists(path):
+        return "the majority share of the items"
+    from asrpriv.audit.labels import read_labels
+
+    columns, rows = read_labels(path)
+    if "gender" not in columns or "speaker" not in columns:
+        return "the majority share of the items"
+    g, sp = columns.index("gender"), columns.index("speaker")
+    genders = [v[g] for v in rows.values()]
+    speakers = {v[sp]: v[g] for v in rows.values()}
+    share = max(genders.count(x) for x in set(genders)) / len(genders)
+    by = ", ".join(f"{list(speakers.values()).count(x)} {x}" for x in sorted(set(speakers.values())))
+    return f"{share:.2f} here (speakers: {by})"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -147,8 +284,23 @@ def main(argv: list[str] | None = None) -> int:
     for opt in ("mode", "epochs", "layers", "z", "clip", "audit-epoch", "epsilons", "max-l1", "nnlm-args",
                 "noise-seeded", "seconds", "command"):
         ap.add_argument("--" + opt, default="")
+    ap.add_argument("--draws", type=int, default=1, help="noise draws per noise row (bin/leakage-audit DRAWS)")
+    ap.add_argument("--delta", type=float, default=1e-5, help="delta of the Gaussian rows' epsilon")
     ap.add_argument("out")
     a = ap.parse_args(argv)
+    _load.cache_clear()
+    family = Family()
+    render(a, family)             # first pass: every cell adds its p-value to the family
+    family.adjust()
+    text, points = render(a, family)
+    with open(os.path.join(a.out, "results.md"), "w", encoding="utf-8") as f:
+        f.write(text)
+    plot(a.out, points, data_name(a.data))
+    return 0
+
+
+def render(a, family: Family) -> tuple[str, list]:
+    """results.md's text and the plot's points (see :func:`main`)."""
     out = a.out
     epochs = [int(e) for e in a.epochs.split()]
     layers = [p.split("=", 1)[0] for p in a.layers.split()]
@@ -172,7 +324,7 @@ def main(argv: list[str] | None = None) -> int:
         L.append(f"{any_report['items']} items. Layers: " + ", ".join(f"`{p}`" for p in a.layers.split()) + ".\n")
     every = [r for r in (load(out, name, method) for name in names(out) for method in METHOD) if r]
     if every:
-        L.append(tests_paragraph(every))
+        L.append(tests_paragraph(every, family))
 
     L.append("## Tables 4.8 / 4.9: fixed-size clustering (size 4), first layer (embedding)\n")
     L.append("| Method | epoch | speaker: pure (p) | purity (p; null) | entropy | main meeting: pure (p) | purity (p; null) | entropy "
@@ -184,7 +336,7 @@ def main(argv: list[str] | None = None) -> int:
             r = load(out, f"e{e}-{first}", method)
             key = (method, None if method == "random" else e)
             p8, p9 = P48.get(key), P49.get(key)
-            L.append(f"| {METHOD[method]} | {e} | {pe(r, 'speaker')} | {pe(r, 'meeting')} "
+            L.append(f"| {METHOD[method]} | {e} | {pe(r, 'speaker', family)} | {pe(r, 'meeting', family)} "
                      f"| {', '.join(map(str, p8)) if p8 else '–'} | {', '.join(map(str, p9)) if p9 else '–'} |")
     L.append("\n004 had 2,745 items (~686 clusters of 4); our counts of pure clusters are out of our own number of "
              "clusters.\n")
@@ -200,8 +352,8 @@ def main(argv: list[str] | None = None) -> int:
                 L.append(f"| {l} | {e} | – | – | – | – | – |")
                 continue
             s = r["labels"]["speaker"]
-            L.append(f"| {l} | {e} | {s['clusters']} | {pure_cell(r, 'speaker', of=False)} "
-                     f"| {100.0 * s['pure_clusters'] / s['clusters']:.1f} | {rank(r)} | {probe(r)} |")
+            L.append(f"| {l} | {e} | {s['clusters']} | {pure_cell(r, 'speaker', family, of=False)} "
+                     f"| {100.0 * s['pure_clusters'] / s['clusters']:.1f} | {rank(r, family)} | {probe(r)} |")
     L.append("\n004 Table 4.12 (mean rank, 49 distractors, epoch 0 / 2): " +
              "; ".join(f"layer {k}: {v[0]} / {v[1]}" for k, v in P412.items()) +
              ". 004 Table 4.11 (% pure, Method 2, layers 1-4): 62.5-67.3%.\n")
@@ -213,34 +365,50 @@ def main(argv: list[str] | None = None) -> int:
     for l in layers:
         for e in epochs:
             km, wd = load(out, f"e{e}-{l}", "kmeans2"), load(out, f"e{e}-{l}", "ward2")
-            cell = lambda r: f"{purity_cell(r, 'gender')} | {r['labels']['gender']['entropy']:.2f}" if r else "– | –"  # noqa: E731
+            cell = lambda r: (f"{purity_cell(r, 'gender', family)} | {r['labels']['gender']['entropy']:.2f}"  # noqa: E731
+                              if r else "– | –")
             pk, pw = P414.get(("kmeans2", e)), P414.get(("ward2", e))
             L.append(f"| {l} | {e} | {cell(km)} | {cell(wd)} | {'%s / %s' % pk if pk and l == first else '–'} "
                      f"| {'%s / %s' % pw if pw and l == first else '–'} |")
-    L.append("\nGender purity's floor is the majority share of the items (here balanced, 0.5; the *null* is the chance "
-             "level of clusters of these sizes, a little above it); 004's was 0.72.\n")
+    L.append(f"\nGender purity's floor is the majority share of the items ({gender_floor(out)}; the *null* is the "
+             "chance level of clusters of these sizes, a little above it); 004's was 0.72.\n")
 
     L.append("## New: leakage against DP noise (no paper has this table)\n")
+    draws = max(1, a.draws)
     L.append(f"Deltas after epoch {a.audit_epoch}, all parameters: each clipped to L2 norm C = {a.clip} and given "
              "N(0, (z C)^2) per coordinate (add-noise --mechanism gaussian: local DP of one item, no sampling "
              "amplification); z = 0 is clipping alone. Counts: each item's unigram counts with a per-utterance L1 "
              f"bound of {a.max_l1} words, discrete Laplace noise at epsilon per utterance (add-noise, every word of the "
-             "public pre-training vocabulary noised)." + (" **Noise seeded: not private.**" if a.noise_seeded else "") + "\n")
-    L.append("| Shared artefact | noise | speaker purity (Method 2; p; null) | pure clusters (p) "
+             "public pre-training vocabulary noised)." + (" **Noise seeded: not private.**" if a.noise_seeded else "")
+             + f" Each noise level has {draws} independent noise draw{'s' if draws > 1 else ''}, each audited on its "
+             "own (one row each). *epsilon*: a Gaussian row is one release of the Gaussian mechanism per item (noise "
+             f"multiplier z, no sampling, no composition), its epsilon at δ = {a.delta:g} from dp-accounting's PLD "
+             "accountant (discretization 0.01, pessimistic by at most about 0.01), for one item (a quarter of a "
+             "speaker's words) against its removal; a Laplace row is pure epsilon-DP per utterance (one utterance's "
+             "words, L1-bounded, against its removal; an item of u utterances has u x epsilon by group privacy).\n")
+    L.append("| Shared artefact | noise | epsilon | speaker purity (Method 2; p; null) | pure clusters (p) "
              "| mean speaker rank [95% CI], p | gender probe [95% CI] |")
-    L.append("|---|---|---|---|---|---|")
-    rows = ([("deltas, no clip", "none", f"e{a.audit_epoch}-all")] if "all" in layers else []) + \
-        [("deltas, clipped", f"z = {z}" if z != "0" else "clip only", f"dp-z{z}") for z in ["0"] + a.z.split()] + \
-        [("unigram counts", "none", "counts-clean")] + [("unigram counts", f"epsilon = {e}", f"counts-eps{e}") for e in a.epsilons.split()]
+    L.append("|---|---|---|---|---|---|---|")
+    rows = ([("deltas, no clip", "none", "none", "", f"e{a.audit_epoch}-all")] if "all" in layers else []) + \
+        [("deltas, clipped", "clip only", "clip", "0", "dp-z0")]
+    for z in a.z.split():
+        rows += [("deltas, clipped", f"z = {z}" + (f", draw {d}" if draws > 1 else ""), "gaussian", z, name)
+                 for d, name in draw_names(f"dp-z{z}", draws)]
+    rows.append(("unigram counts", "none", "none", "", "counts-clean"))
+    for e in a.epsilons.split():
+        rows += [("unigram counts", f"epsilon = {e}" + (f", draw {d}" if draws > 1 else ""), "laplace", e, name)
+                 for d, name in draw_names(f"counts-eps{e}", draws)]
     points = []
     missing = []
-    for what, noise, name in rows:
+    for what, noise, kind, level, name in rows:
         r = load(out, name, "constrained")
+        eps = noise_epsilon(kind, level, a.delta)
         if not r:
-            L.append(f"| {what} | {noise} | – | – | – | – |")
+            L.append(f"| {what} | {noise} | {eps} | – | – | – | – |")
             missing.append(f"{what} ({noise})")
             continue
-        L.append(f"| {what} | {noise} | {purity_cell(r, 'speaker')} | {pure_cell(r, 'speaker')} | {rank(r)} | {probe(r)} |")
+        L.append(f"| {what} | {noise} | {eps} | {purity_cell(r, 'speaker', family)} | {pure_cell(r, 'speaker', family)} "
+                 f"| {rank(r, family)} | {probe(r)} |")
         points.append((what, noise, r))
     if missing:
         L.append(f"\nNot in this run (–): {', '.join(missing)}: those audits were not made in this OUT_DIR "
@@ -248,14 +416,12 @@ def main(argv: list[str] | None = None) -> int:
                  "results (examples/results/leakage-audit-reduced.md) hold the noise rows on fewer items.")
     L.append("\nRandom clustering gives the purity floor (see the Random row above), and each purity's *null* is its own "
              "clustering's chance level; chance rank = (distractors + 2) / 2. "
-             "A probe AUC *below* 0.5 with an interval below 0.5 is not signal: with speaker-grouped folds on a balanced "
-             "set, holding out one speaker's items tilts the training set towards the other gender, so a probe that "
-             "learned nothing predicts the held-out gender wrongly (read such rows as chance).\n")
+             "A probe AUC *below* 0.5 with an interval below 0.5 is not signal: with speaker-grouped folds, holding "
+             "out a speaker's items tilts the training set towards the other gender, so a probe that learned nothing "
+             "predicts the held-out gender wrongly (read such rows as chance; the folds are stratified by gender as far "
+             "as whole speakers allow, which shrinks the tilt but cannot remove it).\n")
     _scale_section(L, out, epochs)
-    with open(os.path.join(out, "results.md"), "w", encoding="utf-8") as f:
-        f.write("\n".join(L))
-    plot(out, points, data_name(a.data))
-    return 0
+    return "\n".join(L), points
 
 
 #: paper 004's number of items (its §4.3: 4 sub-talks of ~700 TED talks)
