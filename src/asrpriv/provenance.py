@@ -63,10 +63,18 @@ def arpa_header(path: str, numbered_lines=None) -> tuple[dict[str, str], int]:
 
 def arpa_state(path: str, numbered_lines=None) -> PrivacyState:
     """The state an ARPA file records; no asrpriv header = made by another tool: public by
-    the assertion of whoever gives it (docs/THREAT_MODEL.md)."""
+    the assertion of whoever gives it (docs/THREAT_MODEL.md). An asrpriv header always
+    records ``private_raw`` (this version); one without it is read as un-noised data with no
+    record (fail closed: deleting that line never upgrades a claim)."""
     meta, _ = arpa_header(path, numbered_lines)
+    return arpa_meta_state(meta, path)
+
+
+def arpa_meta_state(meta: dict[str, str], path: str) -> PrivacyState:
+    """The state of an ARPA header already read (:func:`arpa_header`)."""
+    unrecorded = frozenset({RawPart("unrecorded")}) if meta else frozenset()
     try:
-        return from_meta(meta)
+        return from_meta(meta, unrecorded)
     except StateError as err:
         raise InputError(path, None, str(err)) from None
 
@@ -87,18 +95,11 @@ def counts_state(meta: dict[str, str], path: str) -> PrivacyState:
 
 
 def factors_state(meta: dict[str, str], path: str) -> PrivacyState:
-    """Factors record ``private_raw`` always (this version); older files with ``beta > 0``
-    used un-noised personal counts."""
-    legacy = frozenset()
-    if "private_raw" not in meta:
-        try:
-            beta = float(meta.get("beta", "0"))
-        except ValueError:
-            beta = 0.0
-        legacy = frozenset({RawPart("counts")}) if beta > 0 else (
-            frozenset() if meta.get("privacy_history") else frozenset({RawPart("unrecorded")}))
+    """Factors record ``private_raw`` always (this version); a file without it (an older
+    version's, or one whose line was deleted) is read as un-noised data with no record:
+    NOT private, whatever else its header says (fail closed)."""
     try:
-        return from_meta(meta, legacy)
+        return from_meta(meta, frozenset({RawPart("unrecorded")}))
     except StateError as err:
         raise InputError(path, None, str(err)) from None
 
@@ -149,14 +150,17 @@ def _text_kind(numbered) -> tuple[str, list[tuple[int, str]]]:
 def read_state(path: str) -> tuple[str, PrivacyState]:
     """``(kind, state)`` of any file asrpriv writes (privacy-report).
 
-    Text of unknown kind (transcripts, N-best lists) is private data: its state is raw.
+    Text of unknown kind (transcripts, N-best lists) is private data: its state is raw. The
+    file is read once (stdin, FIFOs: the kind from the first lines, then the same lines
+    parsed), and read whole: an ARPA whose body is damaged (NaN, no ``\\end\\``) is refused
+    (InputError) rather than reported by its header alone.
     """
+    import itertools
+
+    from asrpriv.io.lines import iter_lines
+
     numbered = None
-    if path == "-":  # read once: the kind from the first lines, then the same lines parsed
-        import itertools
-
-        from asrpriv.io.lines import iter_lines
-
+    if path == "-" or not _regular(path):  # read once: kind from the first lines, then parse them
         lines = iter_lines(path)
         kind, seen = _text_kind(lines)
         numbered = itertools.chain(seen, lines)
@@ -168,12 +172,10 @@ def read_state(path: str) -> tuple[str, PrivacyState]:
         payload = read_any_payload(path, mmap=True)
         return str(payload.get("kind", "model")), payload_state(payload, path)
     if kind == "counts":
-        from asrpriv.io.counts import read_counts
-
         from asrpriv.io.counts import parse_counts
 
-        meta, _ = (read_counts(path, allow_empty=True) if numbered is None
-                   else parse_counts(path, numbered, allow_empty=True))
+        meta, _ = parse_counts(path, iter_lines(path) if numbered is None else numbered,
+                               allow_empty=True)
         return kind, counts_state(meta, path)
     if kind == "factors":
         from asrpriv.io.factors import read_factors
@@ -181,7 +183,7 @@ def read_state(path: str) -> tuple[str, PrivacyState]:
         meta, _ = read_factors(path, numbered)
         return kind, factors_state(meta, path)
     if kind == "arpa":
-        return kind, arpa_state(path, numbered)
+        return kind, _checked_arpa_state(path, numbered)
     if kind == "kenlm":
         return kind, PUBLIC
     if kind == "report":
@@ -189,6 +191,36 @@ def read_state(path: str) -> tuple[str, PrivacyState]:
     if kind == "binary":
         return kind, raw_state("unrecorded")
     return kind, raw_state("text")
+
+
+def _regular(path: str) -> bool:
+    import stat
+
+    try:
+        return stat.S_ISREG(os.stat(path).st_mode) or stat.S_ISDIR(os.stat(path).st_mode)
+    except OSError:
+        return True  # the reader reports a missing or unreadable file
+
+
+def _checked_arpa_state(path: str, numbered=None) -> PrivacyState:
+    """The state of an ARPA file, after its whole body has been checked (one pass)."""
+    import itertools
+
+    from asrpriv.ngram.arpa import iter_entries
+
+    if numbered is None:
+        from asrpriv.io.lines import iter_lines
+
+        numbered = iter_lines(path)
+    head: list[tuple[int, str]] = []
+    for item in numbered:
+        head.append(item)
+        if item[1].strip() == "\\data\\":
+            break
+    meta, _ = arpa_header(path, iter(head))
+    for _ in iter_entries(path, numbered_lines=itertools.chain(head, numbered)):
+        pass
+    return arpa_meta_state(meta, path)
 
 
 def report_state(path: str, numbered_lines=None) -> PrivacyState:
@@ -252,6 +284,13 @@ class Inputs:
         return self.add(_name(path), state)
 
     def add_arpa(self, path: str) -> PrivacyState:
+        """An ARPA LM the step reads again afterwards: a regular file (a pipe would hang)."""
+        from asrpriv.io.lines import require_regular_file
+
+        if path in (None, "-"):
+            raise AsrprivError("an ARPA LM cannot be read from standard input here (the step "
+                               "reads it twice); give a file")
+        require_regular_file(path, "an ARPA LM")
         return self.add(_name(path), arpa_state(path))
 
     def add_payload(self, path: str, payload: dict) -> PrivacyState:
@@ -295,7 +334,7 @@ def write_arpa_header(stream, step: str, state: PrivacyState, **keys: str) -> No
     from asrpriv.privacy.state import to_meta
 
     meta = to_meta({"format": "asrpriv-arpa-meta/1", "step": step, **keys, "version": __version__},
-                   state)
+                   state, always_raw=True)
     for key, value in meta.items():
         stream.write(f"#{key}={value}\n")
 

@@ -60,9 +60,17 @@ def privacy_report(file, noise_multiplier, sample_rate, rounds, delta, as_json, 
         return
     if any(p is not None for p in params):
         raise AsrprivError("--noise-multiplier/--sample-rate/--rounds are for the form without FILE")
+    from asrpriv.errors import InputError, one_line
     from asrpriv.provenance import read_state
 
-    kind, state = read_state(file)
+    try:
+        kind, state = read_state(file)
+    except InputError as err:  # damaged or contradictory: never "public", never DP
+        if not require_dp:
+            raise
+        click.echo(f"asrpriv privacy-report: --require-dp: {one_line(str(err))} (unreadable "
+                   "privacy record: NOT private)", err=True)
+        raise SystemExit(3) from None
     history = state.history
     total = None
     if history.releases:

@@ -136,6 +136,9 @@ def write_round(output: str, state_path: str | None, optimizer: ModelStep, dp: D
         round_meta.update({"noise_multiplier": float(dp.noise_multiplier or 0.0),
                            "clip_l2": float(dp.clip), "denominator": float(dp.denominator),
                            "weight_cap": dp.weight_cap, "sample_rate": dp.sample_rate})
+        if dp.noise_multiplier:  # restates the ledger's Gaussian rounds (checked on read)
+            round_meta["dp_rounds"] = sum(int(r.params["rounds"]) for r in privacy.history.releases
+                                          if r.mechanism == "gaussian")
 
     def write_model() -> str:
         theta, _, _, fingerprint = optimizer.run(keep_theta=True, keep_moments=False)

@@ -10,11 +10,12 @@ units, and the privacy ledger of noise already added.
 from __future__ import annotations
 
 import math
+import os
 from typing import IO, Iterable
 
 from asrpriv.errors import AsrprivError, InputError
 from asrpriv.io.lines import iter_lines
-from asrpriv.io.metadata import COUNTS_KEYS, MetaHeader, check_history_consistency
+from asrpriv.io.metadata import COUNTS_KEYS, MetaHeader, check_history_consistency, plain_float
 from asrpriv.io.words import escape, is_word, unescape
 
 FORMAT = "asrpriv-counts/2"
@@ -52,7 +53,7 @@ def parse_counts(path: str | None, numbered_lines: Iterable[tuple[int, str]],
         if word is None or not is_word(word):
             raise InputError(path, lineno, f"bad word {field!r}")
         try:
-            value = float(raw)
+            value = plain_float(raw)
         except ValueError:
             raise InputError(path, lineno, f"count: expected a number, got {raw!r}") from None
         if not math.isfinite(value) or (value < 0 and meta.get("noise", "none") == "none"):
@@ -64,7 +65,24 @@ def parse_counts(path: str | None, numbered_lines: Iterable[tuple[int, str]],
     if not counts and not header.seen and not allow_empty:
         raise InputError(path, None, "empty input: expected a counts file ('word<TAB>count' rows)")
     check_history_consistency(path, meta, header.lines)
+    check_bound_mass(path, meta, header.lines, counts)
     return meta, counts
+
+
+def check_bound_mass(path: str | None, meta: dict[str, str], lines: dict[str, int],
+                     counts: dict[str, float]) -> None:
+    """Un-noised counts of ``#units`` units, each contributing at most ``#max_l1``, sum to at
+    most ``units * max_l1``: a bound lowered below what the counts prove is refused (it would
+    calibrate the noise too small). Noisy counts are not checked (their mass is noisy)."""
+    if meta.get("noise", "none") != "none" or "max_l1" not in meta or "units" not in meta:
+        return
+    bound = float(meta["max_l1"]) * int(meta["units"])
+    mass = math.fsum(counts.values())
+    if mass > bound * (1 + 1e-9) + 1e-9:
+        raise InputError(path, lines.get("max_l1"),
+                         f"#max_l1={meta['max_l1']} with #units={meta['units']} allows a total "
+                         f"count of at most {bound:.10g}, but the counts sum to more: the bound "
+                         "does not hold (edited?)")
 
 
 def write_counts(stream: IO[str], meta: dict[str, str], counts: dict[str, float],
@@ -91,27 +109,56 @@ def _fmt(value: float) -> str:
 
 
 def read_wordlist(path: str) -> list[str]:
-    """A public vocabulary: a plain word list, or a counts file marked public or noisy.
+    """A public vocabulary: a plain word list, or a file of asrpriv's whose state is public.
 
     - A plain word list: one word per line (first white-space field), escaped like counts
       rows (``\\#word``); lines starting with ``#`` are comments. Whoever gives it asserts it
-      is public.
-    - A counts file (first line ``#format=asrpriv-counts/...``): its words, only if the file is
-      marked ``#public=1`` (``count-unigrams --public`` of public text) or is a noisy release
-      (its words are the public vocabulary of that release). A private counts file is refused:
-      its words would become the output keys and reveal the private vocabulary.
+      is public (docs/THREAT_MODEL.md).
+    - Any file asrpriv writes is read by its own reader, never as a word list, and its
+      privacy state (:mod:`asrpriv.provenance`) must be ``public``: counts of public text
+      (``count-unigrams --public``), public factors, or an ARPA LM without a private record
+      (its unigrams, ``<s>``/``</s>``/``<unk>`` aside). Anything else (private, mixed or even
+      DP counts, factors or LMs, models, reports) is refused: its keys would become the
+      release's keys and could reveal words of the private data.
+
+    The file is read once (a pipe works).
     """
+    from asrpriv.io.sniff import is_torch_file
+    from asrpriv.provenance import (_checked_arpa_state, _text_kind, counts_state,
+                                    factors_state)
+
+    if path != "-" and os.path.isfile(path) and is_torch_file(path):
+        raise InputError(path, None, "a model file is not a vocabulary: give a plain word list "
+                                     "of public words")
     numbered = list(iter_lines(path))
-    if numbered and numbered[0][1].startswith("#format=asrpriv-counts"):
-        meta, counts = parse_counts(path, numbered)
-        if meta.get("public") != "1" and meta.get("noise", "none") == "none":
-            raise InputError(path, None, "this counts file is not marked public (#public=1) and "
-                             "is not a noisy release, so its words may be private: give a plain "
-                             "word list of public words, or counts made with 'count-unigrams "
-                             "--public' of public text")
-        if not counts:
+    kind, _ = _text_kind(iter(numbered))
+    if kind in ("counts", "factors", "arpa"):
+        if kind == "counts":
+            meta, table = parse_counts(path, numbered)
+            state = counts_state(meta, path)
+            words = list(table)
+        elif kind == "factors":
+            from asrpriv.io.factors import read_factors
+
+            meta, table = read_factors(path, numbered)
+            state = factors_state(meta, path)
+            words = list(table)
+        else:
+            from asrpriv.ngram.arpa import iter_entries
+
+            state = _checked_arpa_state(path, iter(numbered))
+            words = [w[0] for n, _, _, w, _ in iter_entries(path, numbered_lines=iter(numbered))
+                     if n == 1 and w[0] not in ("<s>", "</s>", "<unk>")]
+        if state.kind != "public":
+            raise InputError(path, None, f"this {kind} file is not marked public (its privacy "
+                             f"state is {state.kind}), so its words may come from private data "
+                             "and cannot be a public vocabulary: give a plain word list of public "
+                             "words, or counts made with 'count-unigrams --public' of public text")
+        if not words:
             raise InputError(path, None, "empty vocabulary")
-        return list(counts)
+        return words
+    if kind == "report":
+        raise InputError(path, None, "a JSON report is not a vocabulary: give a plain word list")
     words: list[str] = []
     seen: set[str] = set()
     for lineno, line in numbered:

@@ -20,9 +20,17 @@ _KEY = re.compile(r"[a-z][a-z0-9_]*\Z")
 _PLAIN = re.compile(r"[A-Za-z0-9_.+:/-]{1,200}\Z")
 
 
+def plain_float(text: str) -> float:
+    """``float(text)``, refusing what Python reads but people do not write in data files:
+    ``_`` digit groups (``1_0`` is 10 to Python). ValueError otherwise, as ``float``."""
+    if "_" in text:
+        raise ValueError(f"could not convert string to float: {text!r}")
+    return float(text)
+
+
 def _positive(value: str) -> str | None:
     try:
-        number = float(value)
+        number = plain_float(value)
     except ValueError:
         return "expected a number"
     if not math.isfinite(number) or number <= 0:
@@ -83,6 +91,14 @@ def _raw(value: str) -> str | None:
     return None
 
 
+def _positive_list(value: str) -> str | None:
+    for item in value.split(","):
+        problem = _positive(item)
+        if problem:
+            return f"{problem} in a comma-separated list"
+    return None
+
+
 def _zero(value: str) -> str | None:
     return None if value in ("0", "0.0") else "expected 0 (pure DP)"
 
@@ -111,6 +127,7 @@ COUNTS_KEYS: dict[str, Callable[[str], str | None]] = {
     "sensitivity_source": _choice("max_l1", "override", "max_l1 per utterance",
                                   "max_l1 per client", "max_l1 per unit"),
     "noise_scale": _positive,
+    "noise_scales": _positive_list,
     "vocab_size": _positive_int,
     "clamp": _choice("0", "none"),
     "composition": _choice("sequential", "parallel(disjoint units)"),
@@ -145,7 +162,7 @@ ARPA_KEYS: dict[str, Callable[[str], str | None]] = {
 
 def _finite(value: str, low: float | None, high: float | None) -> str | None:
     try:
-        number = float(value)
+        number = plain_float(value)
     except ValueError:
         return "expected a number"
     if not math.isfinite(number) or (low is not None and number < low) or \

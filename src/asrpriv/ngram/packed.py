@@ -223,8 +223,16 @@ _HASH_SIZE = _U64(0x165667B19E3779F9)
 
 def _read_bulk(path: str | None) -> PackedArpa | None:
     """A :class:`PackedArpa` of ``path``, or None when the file needs the line-by-line reader."""
+    import os
+    import stat
+
     if path is None or str(path) == "-":
         return None
+    try:
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            return None  # a pipe is read once, by the line reader
+    except OSError:
+        return None  # the line reader reports it
     try:
         return _BulkReader(str(path)).read()
     except _Decline:
@@ -363,7 +371,10 @@ class _BulkReader:
                 self._block(carry + b"\n")
             if self.state != "end" or not self.words:
                 raise _Decline
-            return PackedArpa(self.words, [self._order(n) for n in range(1, len(self.declared) + 1)])
+            orders = [self._order(n) for n in range(1, len(self.declared) + 1)]
+            if any(len(o.logp) and float(o.logp.max()) > 0 for o in orders):
+                raise _Decline  # a log-probability > 0: the line reader names its line
+            return PackedArpa(self.words, orders)
         finally:
             if self.pool is not None:
                 self.pool.shutdown(wait=True, cancel_futures=True)
@@ -603,12 +614,13 @@ class _Block:
             got, ok = self._numbers_any(s[todo], e[todo])
             values[todo] = got
             for i in todo[~ok].tolist():
+                token = self.data[s[i]:e[i]].decode("utf-8")
                 try:
-                    values[i] = float(self.data[s[i]:e[i]].decode("utf-8"))
+                    values[i] = float(token)
                 except ValueError:
                     raise _Decline from None
-                if math.isnan(values[i]):
-                    raise _Decline
+                if not math.isfinite(values[i]) or "_" in token:
+                    raise _Decline  # the line reader says which line and why
         return values
 
     def _numbers_like(self, s, e, size: int, sign: int, point: int, dot: bool):

@@ -45,6 +45,8 @@ class NoiseReport:
 
 def exact_fraction(text: str, what: str) -> Fraction:
     try:
+        if "_" in text:  # Python reads 1_0 as 10; nobody means that
+            raise ValueError(text)
         value = Fraction(text)
     except (ValueError, ZeroDivisionError):
         raise AsrprivError(f"{what}: expected a number, got {text!r}") from None
