@@ -223,6 +223,70 @@ def _checked_arpa_state(path: str, numbered=None) -> PrivacyState:
     return arpa_meta_state(meta, path)
 
 
+def read_vocabulary(path: str, plain, public_only: bool = False, what: str = "vocabulary"):
+    """The words of a file given as a vocabulary or word list, and its privacy state:
+    ``(words, state)``. Every slot that takes a word list reads it here (docs/THREAT_MODEL.md).
+
+    - A plain word list (text of no asrpriv kind) is parsed by ``plain(path, numbered_lines)``
+      and is public by the assertion of whoever gives it.
+    - A file asrpriv writes is read by its own reader, never as a word list, and brings its
+      own state: counts and factors give their keys, an ARPA LM its 1-grams (``<s>``,
+      ``</s>``, ``<unk>`` aside). Models and JSON reports are refused.
+    - ``public_only``: a file whose state is not public is refused (add-noise's vocabulary
+      becomes the release's keys).
+
+    Read once (a pipe works). Raises InputError naming the file.
+    """
+    import itertools
+
+    from asrpriv.io.lines import iter_lines
+    from asrpriv.io.sniff import is_torch_file
+
+    if path != "-" and os.path.isfile(path) and is_torch_file(path):
+        raise InputError(path, None, f"a model file cannot be a {what}: give a plain word list")
+    lines = iter_lines(path)
+    kind, seen = _text_kind(lines)
+    numbered = itertools.chain(seen, lines)
+    if kind in ("text", "binary"):
+        return plain(path, numbered), PUBLIC
+    if kind == "counts":
+        from asrpriv.io.counts import parse_counts
+
+        meta, table = parse_counts(path, numbered)
+        state, words = counts_state(meta, path), list(table)
+    elif kind == "factors":
+        from asrpriv.io.factors import read_factors
+
+        meta, table = read_factors(path, numbered)
+        state, words = factors_state(meta, path), list(table)
+    elif kind == "arpa":
+        from asrpriv.ngram.arpa import iter_entries
+
+        head: list[tuple[int, str]] = []
+        for item in numbered:
+            head.append(item)
+            if item[1].strip() == "\\data\\":
+                break
+        meta, _ = arpa_header(path, iter(head))
+        state = arpa_meta_state(meta, path)
+        words = []
+        for n, _, _, fields, _ in iter_entries(path, numbered_lines=itertools.chain(head, numbered)):
+            if n > 1:
+                break
+            if fields[0] not in ("<s>", "</s>", "<unk>"):
+                words.append(fields[0])
+    else:
+        raise InputError(path, None, f"a JSON report cannot be a {what}: give a plain word list")
+    if public_only and state.kind != "public":
+        raise InputError(path, None, f"this {kind} file is not marked public (its privacy state "
+                         f"is {state.kind}), so its words may come from private data and cannot "
+                         f"be a public {what}: give a plain word list of public words, or counts "
+                         "made with 'count-unigrams --public' of public text")
+    if not words:
+        raise InputError(path, None, f"empty {what}")
+    return words, state
+
+
 def report_state(path: str, numbered_lines=None) -> PrivacyState:
     """The state recorded in a JSON report (``privacy_state`` key, :func:`state_to_json`)."""
     from asrpriv.io.lines import iter_lines

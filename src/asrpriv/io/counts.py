@@ -10,7 +10,6 @@ units, and the privacy ledger of noise already added.
 from __future__ import annotations
 
 import math
-import os
 from typing import IO, Iterable
 
 from asrpriv.errors import AsrprivError, InputError
@@ -123,42 +122,13 @@ def read_wordlist(path: str) -> list[str]:
 
     The file is read once (a pipe works).
     """
-    from asrpriv.io.sniff import is_torch_file
-    from asrpriv.provenance import (_checked_arpa_state, _text_kind, counts_state,
-                                    factors_state)
+    from asrpriv.provenance import read_vocabulary
 
-    if path != "-" and os.path.isfile(path) and is_torch_file(path):
-        raise InputError(path, None, "a model file is not a vocabulary: give a plain word list "
-                                     "of public words")
-    numbered = list(iter_lines(path))
-    kind, _ = _text_kind(iter(numbered))
-    if kind in ("counts", "factors", "arpa"):
-        if kind == "counts":
-            meta, table = parse_counts(path, numbered)
-            state = counts_state(meta, path)
-            words = list(table)
-        elif kind == "factors":
-            from asrpriv.io.factors import read_factors
+    return read_vocabulary(path, _plain_wordlist, public_only=True)[0]
 
-            meta, table = read_factors(path, numbered)
-            state = factors_state(meta, path)
-            words = list(table)
-        else:
-            from asrpriv.ngram.arpa import iter_entries
 
-            state = _checked_arpa_state(path, iter(numbered))
-            words = [w[0] for n, _, _, w, _ in iter_entries(path, numbered_lines=iter(numbered))
-                     if n == 1 and w[0] not in ("<s>", "</s>", "<unk>")]
-        if state.kind != "public":
-            raise InputError(path, None, f"this {kind} file is not marked public (its privacy "
-                             f"state is {state.kind}), so its words may come from private data "
-                             "and cannot be a public vocabulary: give a plain word list of public "
-                             "words, or counts made with 'count-unigrams --public' of public text")
-        if not words:
-            raise InputError(path, None, "empty vocabulary")
-        return words
-    if kind == "report":
-        raise InputError(path, None, "a JSON report is not a vocabulary: give a plain word list")
+def _plain_wordlist(path: str, numbered) -> list[str]:
+    """A plain word list (see :func:`read_wordlist`) from its ``(line number, line)`` pairs."""
     words: list[str] = []
     seen: set[str] = set()
     for lineno, line in numbered:

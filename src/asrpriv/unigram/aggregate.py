@@ -47,16 +47,16 @@ def aggregate_files(paths: list[str], disjoint: bool = False,
     metas = []
     parts = []
     inputs = Inputs(allow_seeded)
-    seen: dict[str, str] = {}
+    seen: dict[str, str] = {}  # content digest -> input number
     for path in paths:
         meta, counts = read_counts(path, allow_empty=allow_empty)
         name = path if path != "-" else "<stdin>"
         inputs.add_counts(path, meta)
         digest = _content_digest(meta, counts)
         if digest in seen:
-            raise InputError(path, None, f"the same counts as {seen[digest]} (the same file, or "
-                                         "a copy): the same data cannot be summed twice")
-        seen[digest] = name
+            raise InputError(path, None, f"the same counts as input {seen[digest]} (the same "
+                                         "file, or a copy): the same data cannot be summed twice")
+        seen[digest] = str(len(seen) + 1)
         metas.append((name, meta))
         parts.append(counts)
     return merge(metas, disjoint), sum_counts(parts)
