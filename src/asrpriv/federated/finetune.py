@@ -49,6 +49,7 @@ class FinetuneRequest:
     public: bool = False
     public_valid: bool = False
     allow_seeded: bool = False
+    client: str | None = None
 
 
 def run_finetune(req: FinetuneRequest, progress: Callable[[], object] | None = None,
@@ -65,6 +66,10 @@ def run_finetune(req: FinetuneRequest, progress: Callable[[], object] | None = N
 
     if req.delta_out and not req.init_path:
         raise AsrprivError("--delta-out needs --init (a delta is init - new)")
+    if req.client is not None and not req.delta_out:
+        raise AsrprivError("--client labels a delta: give it with --delta-out")
+    if req.client is not None and not (1 <= len(req.client) <= 200 and req.client.isprintable()):
+        raise AsrprivError(f"--client: expected a short printable label, got {req.client[:60]!r}")
     if req.clip is not None and not req.delta_out:
         raise AsrprivError("--clip bounds a delta: give it with --delta-out or --by-client")
     try:
@@ -176,7 +181,8 @@ def run_finetune(req: FinetuneRequest, progress: Callable[[], object] | None = N
                      if update.norm > update.clip_l2 else
                      f"delta L2 norm {update.norm:.6g} <= clip {update.clip_l2:g}")
             public = req.public and (not req.valid_path or req.public_valid)
-            client.write_delta(req.delta_out, init, update, public=public, **meta)
+            client.write_delta(req.delta_out, init, update, req.client or "", public=public,
+                               **meta)
         modelfile.save_model(req.output, update.model_state, vocab, config, privacy=privacy, **meta)
     else:
         modelfile.save_model(req.output, model, vocab, config, privacy=privacy, **meta)
