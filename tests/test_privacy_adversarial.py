@@ -376,8 +376,15 @@ def test_factors_and_arpa_epsilon_edits_refused(work):
     factors = work / "dp.factors"
     _ok(["fma-adapt", "--background", work / "bg.counts", "--global", noisy, "--beta", "0", "-o", factors])
     _require(factors, dp=True)
+    original = factors.read_text()
     _edit(factors, "#epsilon=1\n", "#epsilon=0.5\n")
     _refused(["privacy-report", factors], "dp.factors", "epsilon")
+    _require(factors, dp=False)
+    # the ledger edited too, consistently with #epsilon (release epsilon 1 -> 0.5): the
+    # release's scale (5 / 1 = 5) restated in #noise_scales contradicts it (5 / 0.5 = 10)
+    factors.write_text(original.replace('"epsilon":1.0', '"epsilon":0.5').replace("#epsilon=1\n",
+                                                                               "#epsilon=0.5\n"))
+    _refused(["privacy-report", factors], "dp.factors", "noise_scales")
     _require(factors, dp=False)
     arpa = _dp_arpa(work, "dp", noisy)
     _require(arpa, dp=True)

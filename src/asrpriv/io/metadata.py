@@ -108,6 +108,7 @@ _COMMON: dict[str, Callable[[str], str | None]] = {
     "privacy_history": _history,
     "seeded": _choice("1"),
     "epsilon": _positive,
+    "noise_scales": lambda v: _positive_list(v),
 }
 
 COUNTS_KEYS: dict[str, Callable[[str], str | None]] = {
@@ -127,7 +128,6 @@ COUNTS_KEYS: dict[str, Callable[[str], str | None]] = {
     "sensitivity_source": _choice("max_l1", "override", "max_l1 per utterance",
                                   "max_l1 per client", "max_l1 per unit"),
     "noise_scale": _positive,
-    "noise_scales": _positive_list,
     "vocab_size": _positive_int,
     "clamp": _choice("0", "none"),
     "composition": _choice("sequential", "parallel(disjoint units)"),
@@ -253,6 +253,12 @@ def check_history_consistency(path: str | None, meta: dict[str, str], lines: dic
         raise InputError(path, lines.get("noise"), "noisy counts without a privacy_history: "
                          "their privacy cost cannot be accounted (made by an older asrpriv, or "
                          "edited); re-run add-noise with this version")
+    from asrpriv.privacy.state import check_noise_scales
+
+    problem = check_noise_scales(meta, history)
+    if problem:
+        raise InputError(path, lines.get("noise_scales") or where,
+                         f"the privacy record contradicts itself: {problem} (edited?)")
     if meta.get("format", "").startswith("asrpriv-counts"):
         from asrpriv.privacy.state import check_laplace_record
 

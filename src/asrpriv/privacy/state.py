@@ -61,7 +61,7 @@ RAW_WHAT = ("counts", "text", "client update", "model", "unrecorded")
 RAW_UNITS = ("utterance", "client", "none")
 SEEDED_FLAG = "--allow-seeded-test-noise"
 #: the keys of file headers this module owns
-HEADER_KEYS = ("privacy_history", "epsilon", "seeded", "private_raw")
+HEADER_KEYS = ("privacy_history", "epsilon", "seeded", "private_raw", "noise_scales")
 
 
 class StateError(ValueError):
@@ -296,6 +296,9 @@ def to_meta(meta: dict[str, str], state: PrivacyState, always_raw: bool = False)
     """
     meta = {k: v for k, v in meta.items() if k not in HEADER_KEYS}
     if state.history.releases:
+        scales = noise_scales(state.history)
+        if scales:  # every Laplace release's scale, restated (checked on read)
+            meta["noise_scales"] = ",".join(f"{x:.10g}" for x in scales)
         meta["privacy_history"] = state.history.to_json()
         if not state.raw:  # a file with un-noised private data claims no epsilon (seeded
             # files keep the ledger's total beside their #seeded=1 mark)
@@ -379,6 +382,33 @@ def check_round_record(round_meta, history: History) -> str | None:
     return None
 
 
+def noise_scales(history: History) -> list[float]:
+    """The scale (sensitivity / epsilon) of every Laplace release, in the history's order."""
+    return [float(r.params["sensitivity_l1"]) / float(r.params["epsilon"])
+            for r in history.releases if r.mechanism == "laplace"]
+
+
+def check_noise_scales(meta: dict[str, str], history: History) -> str | None:
+    """``#noise_scales`` (counts, factors, ARPA headers) against every Laplace release of the
+    history: an epsilon edited in the ledger (and in ``#epsilon``) but not here is caught,
+    for every release, not only the last. Missing while the history holds Laplace releases:
+    refused (fail closed), except for counts with one release (``#noise_scale`` restates it,
+    as files made before this key did)."""
+    expected = noise_scales(history)
+    if "noise_scales" not in meta:
+        if not expected or (meta.get("format", "").startswith("asrpriv-counts")
+                            and len(expected) == 1):
+            return None
+        return (f"the privacy_history holds {len(expected)} Laplace release(s) but no "
+                "#noise_scales restates their scales")
+    scales = meta["noise_scales"].split(",")
+    if len(scales) != len(expected) or not all(
+            math.isclose(float(a), b, rel_tol=1e-6) for a, b in zip(scales, expected)):
+        return (f"#noise_scales={meta['noise_scales']} disagrees with the privacy_history's "
+                f"Laplace releases ({','.join(f'{x:.10g}' for x in expected)})")
+    return None
+
+
 def check_laplace_record(meta: dict[str, str], history: History) -> str | None:
     """Cross-check a noisy counts file's summary keys against its last Laplace release.
 
@@ -393,16 +423,6 @@ def check_laplace_record(meta: dict[str, str], history: History) -> str | None:
     laplace = [r for r in history.releases if r.mechanism == "laplace"]
     if not laplace:
         return "noisy counts whose history has no Laplace release"
-    if "noise_scales" in meta:  # every release's scale restated, not only the last one's
-        scales = meta["noise_scales"].split(",")
-        expected = [float(r.params["sensitivity_l1"]) / float(r.params["epsilon"]) for r in laplace]
-        if len(scales) != len(expected) or not all(
-                math.isclose(float(a), b, rel_tol=1e-6) for a, b in zip(scales, expected)):
-            return (f"#noise_scales={meta['noise_scales']} disagrees with the privacy_history's "
-                    f"Laplace releases ({','.join(f'{x:.10g}' for x in expected)})")
-    elif len(laplace) > 1:
-        return (f"the privacy_history holds {len(laplace)} Laplace releases but no "
-                "#noise_scales restates their scales")
     last = laplace[-1]
     eps = float(last.params["epsilon"])
     sens = float(last.params["sensitivity_l1"])

@@ -54,11 +54,6 @@ def with_history(meta: dict[str, str], history: History) -> dict[str, str]:
     state follows from ``#public``/``#noise``, see :func:`~asrpriv.privacy.state.from_counts_meta`)."""
     from asrpriv.privacy.state import PrivacyState, to_meta
 
-    meta = {k: v for k, v in meta.items() if k != "noise_scales"}
-    laplace = [r for r in history.releases if r.mechanism == "laplace"]
-    if laplace and meta.get("noise", "none") != "none":  # every release's scale, restated
-        meta["noise_scales"] = ",".join(
-            f"{r.params['sensitivity_l1'] / r.params['epsilon']:.10g}" for r in laplace)
     return to_meta(meta, PrivacyState(history, frozenset()))
 
 
