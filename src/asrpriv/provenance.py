@@ -406,10 +406,14 @@ def write_arpa_header(stream, step: str, state: PrivacyState, **keys: str) -> No
 def check_read_files(paths, allow_seeded: bool) -> PrivacyState:
     """The combined state of artifact files a step reads only to score or evaluate with
     (LMs, factors): seeded test noise refused unless ``allow_seeded``. Directories are read
-    file by file; ``-`` and missing paths are skipped (their readers report them)."""
+    file by file; missing paths are skipped (their readers report them); ``-`` and pipes,
+    which only the step's reader may read, count as data with no record (fail closed)."""
     inputs = Inputs(allow_seeded)
     for path in paths:
-        if not path or path == "-":
+        if path == "-":
+            inputs.add("<stdin>", raw_state("unrecorded"))
+            continue
+        if not path:
             continue
         if os.path.isdir(path):
             for name in sorted(os.listdir(path)):
@@ -418,4 +422,6 @@ def check_read_files(paths, allow_seeded: bool) -> PrivacyState:
                     inputs.add_file(full)
         elif os.path.isfile(path):
             inputs.add_file(path)
+        elif os.path.exists(path):  # a pipe is read once, by the step: its record is not
+            inputs.add(_name(path), raw_state("unrecorded"))  # read here, so it claims nothing
     return inputs.state()

@@ -131,6 +131,8 @@ def read_packed(path: str) -> PackedArpa:
     line by line (:func:`_read_lines`: same result, errors located to their line).
     """
     packed = _read_bulk(path)
+    if packed is not None and any(len(o.logp) and float(o.logp.max()) > 0 for o in packed.orders):
+        packed = None  # a log-probability > 0: the line reader refuses it and names its line
     return packed if packed is not None else _read_lines(path)
 
 
@@ -371,10 +373,7 @@ class _BulkReader:
                 self._block(carry + b"\n")
             if self.state != "end" or not self.words:
                 raise _Decline
-            orders = [self._order(n) for n in range(1, len(self.declared) + 1)]
-            if any(len(o.logp) and float(o.logp.max()) > 0 for o in orders):
-                raise _Decline  # a log-probability > 0: the line reader names its line
-            return PackedArpa(self.words, orders)
+            return PackedArpa(self.words, [self._order(n) for n in range(1, len(self.declared) + 1)])
         finally:
             if self.pool is not None:
                 self.pool.shutdown(wait=True, cancel_futures=True)
