@@ -147,13 +147,15 @@ def _text_kind(numbered) -> tuple[str, list[tuple[int, str]]]:
     return "text", seen
 
 
-def read_state(path: str) -> tuple[str, PrivacyState]:
+def read_state(path: str, check_body: bool = True) -> tuple[str, PrivacyState]:
     """``(kind, state)`` of any file asrpriv writes (privacy-report).
 
     Text of unknown kind (transcripts, N-best lists) is private data: its state is raw. The
     file is read once (stdin, FIFOs: the kind from the first lines, then the same lines
     parsed), and read whole: an ARPA whose body is damaged (NaN, no ``\\end\\``) is refused
-    (InputError) rather than reported by its header alone.
+    (InputError) rather than reported by its header alone. ``check_body=False``: an ARPA's
+    header only (steps that then read the LM with their own reader, which refuses a damaged
+    body: a large LM is not parsed twice).
     """
     import itertools
 
@@ -183,7 +185,8 @@ def read_state(path: str) -> tuple[str, PrivacyState]:
         meta, _ = read_factors(path, numbered)
         return kind, factors_state(meta, path)
     if kind == "arpa":
-        return kind, _checked_arpa_state(path, numbered)
+        return kind, (_checked_arpa_state(path, numbered) if check_body
+                      else arpa_state(path, numbered))
     if kind == "kenlm":
         return kind, PUBLIC
     if kind == "report":
@@ -343,8 +346,9 @@ class Inputs:
         return state
 
     def add_file(self, path: str) -> PrivacyState:
-        """An artifact file of any kind (sniffed)."""
-        _, state = read_state(path)
+        """An artifact file of any kind (sniffed; an ARPA's header only: the step's reader
+        checks its body)."""
+        _, state = read_state(path, check_body=False)
         return self.add(_name(path), state)
 
     def add_arpa(self, path: str) -> PrivacyState:

@@ -183,8 +183,6 @@ def interpolate(s: InterpolateSettings, info=None, warn=None,
     CLI prints it on stdout)."""
     import math
 
-    from asrpriv.mixture.weights import parse_weights
-
     if info is None:
         from asrpriv.talk import info
     if warn is None:
