@@ -502,10 +502,12 @@ def chains(draw):
             "vocab": draw(st.sampled_from(["plain", "public", "raw", "noisy"])),
             "final_eps": draw(st.sampled_from(["0.5", "1", None])),
             "heldout": draw(st.sampled_from(["public", "private", None])),
-            "weights_report": draw(st.booleans())}
+            "weights_report": draw(st.booleans()),
+            "model_vocab": draw(st.sampled_from([None, "plain", "counts"])),
+            "valid": draw(st.sampled_from([None, "public", "private"]))}
 
 
-@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(chain=chains())
 def test_random_chains_never_claim_too_little(work, chain):
     """Counts of one N-best list (each input a fresh count, so every utterance is in every
@@ -566,6 +568,19 @@ def test_random_chains_never_claim_too_little(work, chain):
             _ok(["interpolate", "-q", "--lm", work / "bg.arpa", "--lm", arpa, "--weights", f"@{report}",
                  "-o", again])
             files.append((again, private, true_eps))
+    if chain["model_vocab"] is not None:
+        # a public training text; the vocabulary slot brings the chain's counts (or a plain
+        # list), the validation slot public or private text
+        model = d / "lm.pt"
+        vocab = work / "vocab.txt" if chain["model_vocab"] == "plain" else current
+        valid = {"public": ["--valid", work / "bg.txt", "--public-valid"],
+                 "private": ["--valid", work / "private.txt"], None: []}[chain["valid"]]
+        _ok(["finetune-lm", "--train", work / "bg.txt", "--public", *TINY, "--vocab", vocab,
+             *valid, "-o", model])
+        from_counts = chain["model_vocab"] == "counts"
+        counts_private, counts_eps = next((p, e) for f, p, e in files if f == current)
+        files.append((model, (from_counts and counts_private) or chain["valid"] == "private",
+                      counts_eps if from_counts else 0.0))
     for path, has_private, eps in files:
         state = _state(path)
         if has_private:
