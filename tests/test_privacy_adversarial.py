@@ -420,6 +420,10 @@ def test_mixed_adjacency_units_are_not_dp(work):
     # epsilon 1 per client and epsilon 1 per utterance do not add up to one guarantee
     obj = json.loads(_ok(["privacy-report", "--json", mix]).stdout)
     assert obj["state"] == "mixed-units" and obj["is_dp"] is False
+    text = _ok(["privacy-report", mix]).stdout
+    assert "total: undefined" in text
+    for unit in ("client", "utterance"):  # each unit's release alone: epsilon 1
+        assert f"the releases per {unit} alone: epsilon" in text and "1 (pure DP)" in text
     _require(mix, dp=False)
 
 
@@ -603,3 +607,7 @@ def test_mixed_units_by_the_algebra():
     assert "NOT" in both.words()
     one = PrivacyState(History().add(release("client")).add(release("client")))
     assert one.kind == "dp" and one.history.epsilon_pure() == 2.0
+    mixed = both.history.add(release("utterance"))
+    assert mixed.restricted("utterance").epsilon_pure() == 2.0
+    assert mixed.restricted("client").epsilon_pure() == 1.0
+    assert len(mixed.restricted("client")) == 1 and not mixed.restricted("none").releases
