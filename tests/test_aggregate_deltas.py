@@ -406,7 +406,9 @@ def test_add_noise_gaussian_on_one_delta(tmp_path):
     factor = min(1, 0.2 / norm)
     noise = np.concatenate([(got[k] - factor * raw[k]).ravel() for k in raw])
     assert 0.8 * 0.1 < noise.std() < 1.2 * 0.1
-    assert payload["kind"] == "delta" and payload["clip_l2"] == 0.2 and payload["weight"] == 7
+    # issue 37: a release holds no exact statistic: the client's word count becomes weight 1
+    assert payload["kind"] == "delta" and payload["clip_l2"] == 0.2 and payload["weight"] == 1
+    assert "train_words" not in payload and "train_sentences" not in payload
     assert payload["init_fingerprint"] == fingerprint_of(m0)
     release = json.loads(payload["privacy_history"])["releases"][0]
     assert release["params"] == {"noise_multiplier": 0.5, "sensitivity_l2": 0.2,

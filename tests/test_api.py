@@ -92,6 +92,8 @@ def test_count_nbest_aggregate_noise_and_factors_equal_cli(tmp_path):
     run_cli(["count-unigrams", "--max-l1", "15", str(nbest), "-o", str(tmp_path / "c.counts")])
     assert (tmp_path / "a.counts").read_bytes() == (tmp_path / "c.counts").read_bytes()
 
+    # the same counts twice are refused (issue 37): sum a with counts of another bound
+    run_cli(["count-unigrams", "--max-l1", "10", str(nbest), "-o", str(tmp_path / "c.counts")])
     summed = api.aggregate_counts([str(tmp_path / "a.counts"), str(tmp_path / "c.counts")])
     run_cli(["aggregate", str(tmp_path / "a.counts"), str(tmp_path / "c.counts"),
              "-o", str(tmp_path / "sum.counts")])
@@ -105,7 +107,7 @@ def test_count_nbest_aggregate_noise_and_factors_equal_cli(tmp_path):
     cli_noisy = api.read_counts(str(tmp_path / "noisy.counts"))
     assert noisy.counts.counts == cli_noisy.counts  # same seed, same exact sampler
     assert sorted(noisy.counts.counts) == sorted(vocab)  # noise over the whole public vocabulary
-    assert noisy.scale == pytest.approx(15.0 / 2.0)  # the recorded per-unit bound / epsilon
+    assert noisy.scale == pytest.approx(25.0 / 2.0)  # the summed bounds (15 + 10) / epsilon
     assert noisy.counts.epsilon == 2.0 and noisy.counts.meta["seeded"] == "1"
     releases = json.loads(noisy.counts.meta["privacy_history"])["releases"]
     assert [r["mechanism"] for r in releases] == ["laplace"]

@@ -49,7 +49,8 @@ def _number(rng: random.Random, value: float) -> str:
     if style == 8:
         return f"{value:.17f}"
     if style == 9:
-        return rng.choice(["-99", "-0", "0", "-0.0", "0.0000", "-99.0000", "-inf", "1e-05", "-1E2"])
+        # (no -inf, no positive log-prob: refused since issue 37)
+        return rng.choice(["-99", "-0", "0", "-0.0", "0.0000", "-99.0000", "-1e-05", "-1E2"])
     if style == 10:
         return f"{value:.12f}"
     return f"{value:.5f}"
@@ -78,7 +79,7 @@ def _random_arpa(seed: int) -> tuple[str, bool]:
         lines.append(f"\\{n}-grams:")
         every = rng.random()  # share of entries with a back-off weight
         for gram in grams[n]:
-            fields = [_number(rng, rng.uniform(-8, 0.5))] + list(gram)
+            fields = [_number(rng, rng.uniform(-8, 0))] + list(gram)  # log-probs > 0 are refused
             if n < order and rng.random() < every:
                 fields.append(_number(rng, rng.uniform(-3, 1)))
             line = fields[0]

@@ -93,7 +93,7 @@ def test_by_client_equals_single_client(work, tmp_path, extra):
         single = tmp_path / f"{client}.delta.pt"
         ok(run_cli(["finetune-lm", "--init", str(work / "base.pt"), "--train", str(work / f"{client}.tsv"),
                     "--recipe", "client-001", "-o", str(tmp_path / "m.pt"), "--delta-out", str(single),
-                    "--seed", "7", "-q", *extra]))
+                    "--client", client, "--seed", "7", "-q", *extra]))
         many, one = state(tmp_path / "deltas" / f"{client}.delta.pt"), state(single)
         assert many.keys() == one.keys()
         for name in one:

@@ -90,11 +90,15 @@ def test_injected_metadata_word_stays_a_word(tmp_path):
     vocab = tmp_path / "vocab.txt"
     vocab.write_text("\\" + token + "\nhello\n\\#\n")
     raw = _ok(["count-unigrams", "--text", "--max-l1", "5"], input=f"{token} hello\n# hello\n").stdout
+    raw2 = _ok(["count-unigrams", "--text", "--max-l1", "5"],
+               input=f"{token} hello\n# hello\nhello\n").stdout
     summed = tmp_path / "sum.counts"
     (tmp_path / "raw.counts").write_text(raw)
-    _ok(["aggregate", str(tmp_path / "raw.counts"), str(tmp_path / "raw.counts"), "-o", str(summed)])
+    (tmp_path / "raw2.counts").write_text(raw2)
+    _ok(["aggregate", str(tmp_path / "raw.counts"), str(tmp_path / "raw2.counts"), "-o", str(summed)])
     meta, counts = read_counts(str(summed))
-    assert counts == {token: 2.0, "hello": 4.0, "#": 2.0} and meta["unit"] == "utterance"
+    assert counts == {token: 2.0, "hello": 5.0, "#": 2.0} and meta["unit"] == "utterance"
+    assert meta["max_l1"] == "10"  # two inputs of bound 5, not proven disjoint: 5 + 5
     noisy = _ok(["add-noise", "--epsilon", "1", "--vocab", str(vocab), str(summed)]).stdout
     assert all("alice" not in line for line in _meta_lines(noisy))
     assert f"\\{token}\t" in noisy
@@ -199,12 +203,11 @@ def test_disjoint_needs_proof(tmp_path):
     u, _ = _noisy(tmp_path, "u")
     meta = _read_text(_ok(["aggregate", "--disjoint", str(a), str(b)]).stdout)[0]
     assert float(meta["epsilon"]) == 1.0
-    _refused(["aggregate", "--disjoint", str(a), str(a)], "--disjoint")
+    _refused(["aggregate", "--disjoint", str(a), str(a)], "the same counts")
     _refused(["aggregate", "--disjoint", str(a), str(c)], "alice", "overlap")
     _refused(["aggregate", "--disjoint", str(a), str(u)], "no partition", "--partition")
-    # the same release twice without --disjoint is post-processing: charged once
-    meta = _read_text(_ok(["aggregate", str(a), str(a)]).stdout)[0]
-    assert float(meta["epsilon"]) == 1.0
+    # the same file twice is refused (issue 37: the same data is not a larger sample)
+    _refused(["aggregate", str(a), str(a)], "the same counts")
     meta = _read_text(_ok(["aggregate", str(a), str(b), str(c)]).stdout)[0]
     assert float(meta["epsilon"]) == 3.0
 
@@ -257,9 +260,9 @@ def test_private_counts_refused_as_vocab(tmp_path):
     out = _ok(["add-noise", "--epsilon", "1", "--vocab", str(public), str(raw)]).stdout
     assert set(_read_text(out)[1]) == {"secret", "other"}
     noisy = tmp_path / "noisy.counts"
-    noisy.write_text(out)  # a noisy release's words are its public vocabulary
-    assert set(_read_text(_ok(["add-noise", "--epsilon", "1", "--vocab", str(noisy),
-                                str(raw)]).stdout)[1]) == {"secret", "other"}
+    noisy.write_text(out)  # issue 37: only a file whose state is public is a vocabulary
+    _refused(["add-noise", "--epsilon", "1", "--vocab", str(noisy), str(raw)], "not marked public",
+             "dp")
 
 
 def test_fma_adapt_factors_carry_history(tmp_path):

@@ -460,7 +460,10 @@ def test_dp_steps_have_no_other_data_dependent_talk(tmp_path):
         noisy = tmp_path / "noisy.counts"
         noise = run_cli(["add-noise", "--epsilon", "1", "--vocab", str(vocab), "-o", str(noisy), str(raw)])
         assert noise.exit_code == 0, noise.stderr
-        summed = run_cli(["aggregate", str(noisy), str(noisy)])
+        again = tmp_path / "again.counts"  # a second release (the same file twice is refused)
+        assert run_cli(["add-noise", "--epsilon", "1", "--vocab", str(vocab), "-o", str(again),
+                        str(raw)]).exit_code == 0
+        summed = run_cli(["aggregate", str(noisy), str(again)])
         assert summed.exit_code == 0, summed.stderr
         return noise.stderr, summed.stderr
 

@@ -63,10 +63,18 @@ def arpa_header(path: str, numbered_lines=None) -> tuple[dict[str, str], int]:
 
 def arpa_state(path: str, numbered_lines=None) -> PrivacyState:
     """The state an ARPA file records; no asrpriv header = made by another tool: public by
-    the assertion of whoever gives it (docs/THREAT_MODEL.md)."""
+    the assertion of whoever gives it (docs/THREAT_MODEL.md). An asrpriv header always
+    records ``private_raw`` (this version); one without it is read as un-noised data with no
+    record (fail closed: deleting that line never upgrades a claim)."""
     meta, _ = arpa_header(path, numbered_lines)
+    return arpa_meta_state(meta, path)
+
+
+def arpa_meta_state(meta: dict[str, str], path: str) -> PrivacyState:
+    """The state of an ARPA header already read (:func:`arpa_header`)."""
+    unrecorded = frozenset({RawPart("unrecorded")}) if meta else frozenset()
     try:
-        return from_meta(meta)
+        return from_meta(meta, unrecorded)
     except StateError as err:
         raise InputError(path, None, str(err)) from None
 
@@ -87,18 +95,11 @@ def counts_state(meta: dict[str, str], path: str) -> PrivacyState:
 
 
 def factors_state(meta: dict[str, str], path: str) -> PrivacyState:
-    """Factors record ``private_raw`` always (this version); older files with ``beta > 0``
-    used un-noised personal counts."""
-    legacy = frozenset()
-    if "private_raw" not in meta:
-        try:
-            beta = float(meta.get("beta", "0"))
-        except ValueError:
-            beta = 0.0
-        legacy = frozenset({RawPart("counts")}) if beta > 0 else (
-            frozenset() if meta.get("privacy_history") else frozenset({RawPart("unrecorded")}))
+    """Factors record ``private_raw`` always (this version); a file without it (an older
+    version's, or one whose line was deleted) is read as un-noised data with no record:
+    NOT private, whatever else its header says (fail closed)."""
     try:
-        return from_meta(meta, legacy)
+        return from_meta(meta, frozenset({RawPart("unrecorded")}))
     except StateError as err:
         raise InputError(path, None, str(err)) from None
 
@@ -146,17 +147,22 @@ def _text_kind(numbered) -> tuple[str, list[tuple[int, str]]]:
     return "text", seen
 
 
-def read_state(path: str) -> tuple[str, PrivacyState]:
+def read_state(path: str, check_body: bool = True) -> tuple[str, PrivacyState]:
     """``(kind, state)`` of any file asrpriv writes (privacy-report).
 
-    Text of unknown kind (transcripts, N-best lists) is private data: its state is raw.
+    Text of unknown kind (transcripts, N-best lists) is private data: its state is raw. The
+    file is read once (stdin, FIFOs: the kind from the first lines, then the same lines
+    parsed), and read whole: an ARPA whose body is damaged (NaN, no ``\\end\\``) is refused
+    (InputError) rather than reported by its header alone. ``check_body=False``: an ARPA's
+    header only (steps that then read the LM with their own reader, which refuses a damaged
+    body: a large LM is not parsed twice).
     """
+    import itertools
+
+    from asrpriv.io.lines import iter_lines
+
     numbered = None
-    if path == "-":  # read once: the kind from the first lines, then the same lines parsed
-        import itertools
-
-        from asrpriv.io.lines import iter_lines
-
+    if path == "-" or not _regular(path):  # read once: kind from the first lines, then parse them
         lines = iter_lines(path)
         kind, seen = _text_kind(lines)
         numbered = itertools.chain(seen, lines)
@@ -168,12 +174,10 @@ def read_state(path: str) -> tuple[str, PrivacyState]:
         payload = read_any_payload(path, mmap=True)
         return str(payload.get("kind", "model")), payload_state(payload, path)
     if kind == "counts":
-        from asrpriv.io.counts import read_counts
-
         from asrpriv.io.counts import parse_counts
 
-        meta, _ = (read_counts(path, allow_empty=True) if numbered is None
-                   else parse_counts(path, numbered, allow_empty=True))
+        meta, _ = parse_counts(path, iter_lines(path) if numbered is None else numbered,
+                               allow_empty=True)
         return kind, counts_state(meta, path)
     if kind == "factors":
         from asrpriv.io.factors import read_factors
@@ -181,7 +185,8 @@ def read_state(path: str) -> tuple[str, PrivacyState]:
         meta, _ = read_factors(path, numbered)
         return kind, factors_state(meta, path)
     if kind == "arpa":
-        return kind, arpa_state(path, numbered)
+        return kind, (_checked_arpa_state(path, numbered) if check_body
+                      else arpa_state(path, numbered))
     if kind == "kenlm":
         return kind, PUBLIC
     if kind == "report":
@@ -189,6 +194,100 @@ def read_state(path: str) -> tuple[str, PrivacyState]:
     if kind == "binary":
         return kind, raw_state("unrecorded")
     return kind, raw_state("text")
+
+
+def _regular(path: str) -> bool:
+    import stat
+
+    try:
+        return stat.S_ISREG(os.stat(path).st_mode) or stat.S_ISDIR(os.stat(path).st_mode)
+    except OSError:
+        return True  # the reader reports a missing or unreadable file
+
+
+def _checked_arpa_state(path: str, numbered=None) -> PrivacyState:
+    """The state of an ARPA file, after its whole body has been checked (one pass)."""
+    import itertools
+
+    from asrpriv.ngram.arpa import iter_entries
+
+    if numbered is None:
+        from asrpriv.io.lines import iter_lines
+
+        numbered = iter_lines(path)
+    head: list[tuple[int, str]] = []
+    for item in numbered:
+        head.append(item)
+        if item[1].strip() == "\\data\\":
+            break
+    meta, _ = arpa_header(path, iter(head))
+    for _ in iter_entries(path, numbered_lines=itertools.chain(head, numbered)):
+        pass
+    return arpa_meta_state(meta, path)
+
+
+def read_vocabulary(path: str, plain, public_only: bool = False, what: str = "vocabulary"):
+    """The words of a file given as a vocabulary or word list, and its privacy state:
+    ``(words, state)``. Every slot that takes a word list reads it here (docs/THREAT_MODEL.md).
+
+    - A plain word list (text of no asrpriv kind) is parsed by ``plain(path, numbered_lines)``
+      and is public by the assertion of whoever gives it.
+    - A file asrpriv writes is read by its own reader, never as a word list, and brings its
+      own state: counts and factors give their keys, an ARPA LM its 1-grams (``<s>``,
+      ``</s>``, ``<unk>`` aside). Models and JSON reports are refused.
+    - ``public_only``: a file whose state is not public is refused (add-noise's vocabulary
+      becomes the release's keys).
+
+    Read once (a pipe works). Raises InputError naming the file.
+    """
+    import itertools
+
+    from asrpriv.io.lines import iter_lines
+    from asrpriv.io.sniff import is_torch_file
+
+    if path != "-" and os.path.isfile(path) and is_torch_file(path):
+        raise InputError(path, None, f"a model file cannot be a {what}: give a plain word list")
+    lines = iter_lines(path)
+    kind, seen = _text_kind(lines)
+    numbered = itertools.chain(seen, lines)
+    if kind in ("text", "binary"):
+        return plain(path, numbered), PUBLIC
+    if kind == "counts":
+        from asrpriv.io.counts import parse_counts
+
+        meta, table = parse_counts(path, numbered)
+        state, words = counts_state(meta, path), list(table)
+    elif kind == "factors":
+        from asrpriv.io.factors import read_factors
+
+        meta, table = read_factors(path, numbered)
+        state, words = factors_state(meta, path), list(table)
+    elif kind == "arpa":
+        from asrpriv.ngram.arpa import iter_entries
+
+        head: list[tuple[int, str]] = []
+        for item in numbered:
+            head.append(item)
+            if item[1].strip() == "\\data\\":
+                break
+        meta, _ = arpa_header(path, iter(head))
+        state = arpa_meta_state(meta, path)
+        words = []
+        for n, _, _, fields, _ in iter_entries(path, numbered_lines=itertools.chain(head, numbered)):
+            if n > 1:
+                break
+            if fields[0] not in ("<s>", "</s>", "<unk>"):
+                words.append(fields[0])
+    else:
+        raise InputError(path, None, f"a JSON report cannot be a {what}: give a plain word list")
+    if public_only and state.kind != "public":
+        raise InputError(path, None, f"this {kind} file is not marked public (its privacy state "
+                         f"is {state.kind}), so its words may come from private data and cannot "
+                         f"be a public {what}: give a plain word list of public words, or counts "
+                         "made with 'count-unigrams --public' of public text")
+    if not words:
+        raise InputError(path, None, f"empty {what}")
+    return words, state
 
 
 def report_state(path: str, numbered_lines=None) -> PrivacyState:
@@ -247,11 +346,19 @@ class Inputs:
         return state
 
     def add_file(self, path: str) -> PrivacyState:
-        """An artifact file of any kind (sniffed)."""
-        _, state = read_state(path)
+        """An artifact file of any kind (sniffed; an ARPA's header only: the step's reader
+        checks its body)."""
+        _, state = read_state(path, check_body=False)
         return self.add(_name(path), state)
 
     def add_arpa(self, path: str) -> PrivacyState:
+        """An ARPA LM the step reads again afterwards: a regular file (a pipe would hang)."""
+        from asrpriv.io.lines import require_regular_file
+
+        if path in (None, "-"):
+            raise AsrprivError("an ARPA LM cannot be read from standard input here (the step "
+                               "reads it twice); give a file")
+        require_regular_file(path, "an ARPA LM")
         return self.add(_name(path), arpa_state(path))
 
     def add_payload(self, path: str, payload: dict) -> PrivacyState:
@@ -295,7 +402,7 @@ def write_arpa_header(stream, step: str, state: PrivacyState, **keys: str) -> No
     from asrpriv.privacy.state import to_meta
 
     meta = to_meta({"format": "asrpriv-arpa-meta/1", "step": step, **keys, "version": __version__},
-                   state)
+                   state, always_raw=True)
     for key, value in meta.items():
         stream.write(f"#{key}={value}\n")
 
@@ -303,10 +410,14 @@ def write_arpa_header(stream, step: str, state: PrivacyState, **keys: str) -> No
 def check_read_files(paths, allow_seeded: bool) -> PrivacyState:
     """The combined state of artifact files a step reads only to score or evaluate with
     (LMs, factors): seeded test noise refused unless ``allow_seeded``. Directories are read
-    file by file; ``-`` and missing paths are skipped (their readers report them)."""
+    file by file; missing paths are skipped (their readers report them); ``-`` and pipes,
+    which only the step's reader may read, count as data with no record (fail closed)."""
     inputs = Inputs(allow_seeded)
     for path in paths:
-        if not path or path == "-":
+        if path == "-":
+            inputs.add("<stdin>", raw_state("unrecorded"))
+            continue
+        if not path:
             continue
         if os.path.isdir(path):
             for name in sorted(os.listdir(path)):
@@ -315,4 +426,6 @@ def check_read_files(paths, allow_seeded: bool) -> PrivacyState:
                     inputs.add_file(full)
         elif os.path.isfile(path):
             inputs.add_file(path)
+        elif os.path.exists(path):  # a pipe is read once, by the step: its record is not
+            inputs.add(_name(path), raw_state("unrecorded"))  # read here, so it claims nothing
     return inputs.state()

@@ -53,8 +53,10 @@ def _is_delta_mode(inputs) -> bool:
               help="Counts: the inputs come from disjoint data (e.g. different rounds' new "
                    "utterances), so their privacy histories compose in parallel (epsilon = the "
                    "maximum). Refused unless the files prove it: each records a partition "
-                   "(count-unigrams --partition), no two overlap, no release occurs twice. "
-                   "Default: sequential composition (epsilons add up).")
+                   "(count-unigrams --partition), no two overlap, no release occurs twice; the "
+                   "contribution bounds must agree and stay. Default: sequential composition "
+                   "(epsilons add up) and the sum's max_l1 is the SUM of the inputs' bounds (one "
+                   "unit may be in every input). The same file or a copy twice is refused.")
 @click.option("--allow-empty", is_flag=True, help="Counts: accept files without any count row.")
 @click.option("--server", type=click.Choice(["fedavg", "fedadam"]), default=None,
               help="Deltas: the server optimizer (paper 001 Eq. 5-8).")
@@ -83,6 +85,9 @@ def _is_delta_mode(inputs) -> bool:
 @click.option("--sample-rate", type=FiniteFloat(), default=None,
               help="Client-level DP: the Poisson rate q with which the round's clients were "
                    "sampled (sample-clients --rate); recorded for the accountant.")
+@click.option("--cohort", metavar="FILE", default=None,
+              help="Deltas: the client ids sampled for this round (sample-clients' output): every "
+                   "delta must record one of them as its client label, none twice.")
 @click.option("--aggregate-out", metavar="FILE", default=None,
               help="Deltas: also write Delta_t (after noise, before the server optimizer) as a "
                    "delta file.")
@@ -91,13 +96,13 @@ def _is_delta_mode(inputs) -> bool:
 @click.option("--allow-seeded-test-noise", "allow_seeded", is_flag=True,
               help="Tests only: accept inputs that carry seeded (not private) noise.")
 @click.option("--debug-private-stats", "debug_private", is_flag=True,
-              help="Client-level DP: also print how many deltas exceeded --clip (an un-noised "
-                   "statistic of the clients' data). Not private: debugging only.")
+              help="Also print un-noised statistics of the clients' data: how many deltas "
+                   "exceeded --clip, the total of their word counts. Not private: debugging only.")
 @output_option
 @common_options
 def aggregate(inputs, disjoint, allow_empty, server, model_path, state_path, server_lr, beta1,
               beta2, eps, noise_multiplier, clip, expected_clients, expected_weight, weight_cap,
-              sample_rate, aggregate_out, seed, allow_seeded, debug_private, output):
+              sample_rate, cohort, aggregate_out, seed, allow_seeded, debug_private, output):
     """Sum counts files ('-' or none = stdin), or apply one server round to model deltas.
 
     Counts: the FedAvg of unigram distributions weighted by their pseudo-count totals
@@ -109,6 +114,8 @@ def aggregate(inputs, disjoint, allow_empty, server, model_path, state_path, ser
     """
     delta_mode = server is not None or model_path is not None or _is_delta_mode(inputs)
     if not delta_mode:
+        if cohort is not None:
+            raise AsrprivError("--cohort applies to model deltas, not to counts")
         from asrpriv.unigram.aggregate import aggregate_to_file
 
         aggregate_to_file(list(inputs) or ["-"], output, disjoint, allow_empty, allow_seeded)
@@ -131,7 +138,7 @@ def aggregate(inputs, disjoint, allow_empty, server, model_path, state_path, ser
     report = run_round(model_path, list(inputs), output, server,
                        {"lr": server_lr, "beta1": beta1, "beta2": beta2, "eps": eps}, state_path,
                        dp, seed, allow_seeded, aggregate_out,
-                       progress=lambda total: Progress("deltas", total=total))
+                       progress=lambda total: Progress("deltas", total=total), cohort=cohort)
     if dp.active and noise_multiplier == 0:
         warn("--noise-multiplier 0: clipped, capped, fixed-denominator average WITHOUT noise "
              "(no differential privacy; no release recorded)")
@@ -144,7 +151,7 @@ def aggregate(inputs, disjoint, allow_empty, server, model_path, state_path, ser
     if dp.active:
         what += (f", clip {clip:g}, denominator {report.denominator:g}, noise std on Delta_t "
                  f"{report.noise_std:.4g}")
-    else:
+    elif debug_private:  # the clients' exact word total: a statistic of private data
         what += f", {report.total_weight:g} words"
     info(f"aggregate: round {report.t} ({server}), {what}; model fingerprint "
          f"{report.fingerprint[:12]}")

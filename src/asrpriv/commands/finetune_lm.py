@@ -42,6 +42,16 @@ from asrpriv.commands.options import FiniteFloat, check_output_path, common_opti
               help="Declare the training text public (a background corpus): the model records no "
                    "un-noised private data from it. Without it the model is NOT private "
                    "(privacy-report says so); you assert that the text is public.")
+@click.option("--client", "client_label", default=None, metavar="LABEL",
+              help="With --delta-out: record whose update the delta is (your assertion, like a "
+                   "partition label; --by-client records each client's id). A DP round takes one "
+                   "delta per client label.")
+@click.option("--debug-private-stats", "debug_private", is_flag=True,
+              help="With --by-client: also print the clients' word total and how many deltas "
+                   "were clipped (un-noised statistics of their data). Not private: debugging only.")
+@click.option("--public-valid", is_flag=True,
+              help="Declare the --valid text public too (it picks the kept epoch, so it shapes "
+                   "the model): without it the model is NOT private whenever --valid is given.")
 @click.option("--allow-seeded-test-noise", "allow_seeded", is_flag=True,
               help="Tests only: accept an --init model made with seeded (not private) noise.")
 @click.option("--arch", type=click.Choice(["transformer", "lstm"]), default="transformer",
@@ -104,7 +114,8 @@ def finetune_lm(train_path, valid_path, ids, output, init_path, delta_out, by_cl
                 clients_path, clip, device, arch, vocab_size, vocab_path,
                 min_count, emb_dim, ffn_dim, heads, hidden_dim, layers, dropout, tie_embeddings,
                 recipe, optimizer, lr, epochs, batch_size, batch_by, loss_norm, max_grad_norm, confidence,
-                train_only, lr_decay, patience, max_words, threads, seed, public, allow_seeded):
+                train_only, lr_decay, patience, max_words, threads, seed, client_label,
+                debug_private, public, public_valid, allow_seeded):
     """Train a word-level neural LM (Transformer or LSTM), or fine-tune one with --init.
 
     Sentences are scored ARPA-style: <s> is context, every word and </s> are predicted.
@@ -136,7 +147,7 @@ def finetune_lm(train_path, valid_path, ids, output, init_path, delta_out, by_cl
         confidence=confidence, train_only=train_only, lr_decay=lr_decay, patience=patience,
         threads=threads, seed=seed, max_words=max_words, device=device, clip=clip,
         by_client=by_client, utt2client=utt2client, clients_path=clients_path, public=public,
-        allow_seeded=allow_seeded)
+        public_valid=public_valid, allow_seeded=allow_seeded, client=client_label)
     import sys
 
     if by_client is None:
@@ -153,11 +164,15 @@ def finetune_lm(train_path, valid_path, ids, output, init_path, delta_out, by_cl
                                     talk=info, warn=warn)
         except ValueError as err:
             raise AsrprivError(str(err)) from None
-        info(f"finetune-lm: wrote {len(summary.written)} client deltas to {by_client} "
-             f"({summary.words:,} words"
-             + (f"; {summary.clipped} clipped to L2 {clip:g}" if clip is not None else "")
-             + (f"; {len(summary.skipped)} clients without words skipped" if summary.skipped else "")
-             + ")")
+        stats = []
+        if debug_private:  # un-noised statistics of the clients' data
+            stats.append(f"{summary.words:,} words")
+            if clip is not None:
+                stats.append(f"{summary.clipped} clipped to L2 {clip:g}")
+        if summary.skipped:
+            stats.append(f"{len(summary.skipped)} clients without words skipped")
+        info(f"finetune-lm: wrote {len(summary.written)} client deltas to {by_client}"
+             + (f" ({'; '.join(stats)})" if stats else ""))
         return
 
     if output == "-" and sys.stdout is not None and sys.stdout.isatty():

@@ -41,6 +41,9 @@ as perplexity's ppl does (the held-out perplexity then equals perplexity --weigh
 @click.option("--heldout", default=None, metavar="TEXT",
               help="Held-out text to estimate the weights on ('-' = stdin).")
 @click.option("--ids", is_flag=True, help="The held-out text is Kaldi text (first field = utterance id).")
+@click.option("--public-heldout", is_flag=True,
+              help="Declare the --heldout text public: without it the weights (and a mixture "
+                   "written with them) are NOT private, since they are fitted on that text.")
 @click.option("--weights", "weights_text", default=None, metavar="W1,W2,...",
               help="Fixed weights for the static mixture (one per --lm, >= 0, summing to 1; "
                    "@REPORT.json: the weights of an earlier --heldout JSON report).")
@@ -63,8 +66,8 @@ as perplexity's ppl does (the held-out perplexity then equals perplexity --weigh
 @click.option("--allow-seeded-test-noise", "allow_seeded", is_flag=True,
               help="Tests only: accept LMs/factors made with seeded (not private) noise.")
 @common_options
-def interpolate(class_files, lm_paths, heldout, ids, weights_text, init_text, tol, max_iter, oov_policy, precision,
-                batch_size, threads, output, allow_seeded=False):
+def interpolate(class_files, lm_paths, heldout, ids, public_heldout, weights_text, init_text, tol,
+                max_iter, oov_policy, precision, batch_size, threads, output, allow_seeded=False):
     import json
 
     from asrpriv.commands.options import info, warn
@@ -73,5 +76,6 @@ def interpolate(class_files, lm_paths, heldout, ids, weights_text, init_text, to
     run(InterpolateSettings(lm_paths=lm_paths, class_files=class_files, heldout=heldout, ids=ids,
                             weights=weights_text, init=init_text, tol=tol, max_iter=max_iter,
                             oov_policy=oov_policy, precision=precision, batch_size=batch_size,
-                            threads=threads, output=output, allow_seeded=allow_seeded),
+                            threads=threads, output=output, allow_seeded=allow_seeded,
+                            public_heldout=public_heldout),
         info=info, warn=warn, on_report=lambda report: click.echo(json.dumps(report, sort_keys=True)))

@@ -24,6 +24,9 @@ class FiniteFloat(click.FloatRange):
 
         from asrpriv.errors import AsrprivError
 
+        if isinstance(value, str) and "_" in value:  # Python reads 1_0 as 10; nobody means that
+            name = max(param.opts, key=len) if param is not None and param.opts else "value"
+            raise AsrprivError(f"{name}: expected a number, got {value!r}")
         rv = click.FLOAT.convert(value, param, ctx)
         if not math.isfinite(rv):
             name = max(param.opts, key=len) if param is not None and param.opts else "value"

@@ -60,9 +60,17 @@ def privacy_report(file, noise_multiplier, sample_rate, rounds, delta, as_json, 
         return
     if any(p is not None for p in params):
         raise AsrprivError("--noise-multiplier/--sample-rate/--rounds are for the form without FILE")
+    from asrpriv.errors import InputError, one_line
     from asrpriv.provenance import read_state
 
-    kind, state = read_state(file)
+    try:
+        kind, state = read_state(file)
+    except InputError as err:  # damaged or contradictory: never "public", never DP
+        if not require_dp:
+            raise
+        click.echo(f"asrpriv privacy-report: --require-dp: {one_line(str(err))} (unreadable "
+                   "privacy record: NOT private)", err=True)
+        raise SystemExit(3) from None
     history = state.history
     total = None
     if history.releases:
@@ -93,6 +101,14 @@ def privacy_report(file, noise_multiplier, sample_rate, rounds, delta, as_json, 
         click.echo(f"  composition: {json.loads(history.to_json())['tree']}")
     if total.error:
         click.echo(f"total: undefined ({total.error})")
+        for unit in sorted(history.units()):  # each unit's releases accounted alone
+            alone = accounting.history_epsilon(history.restricted(unit), delta)
+            if not alone.error:
+                click.echo(f"  the releases per {unit} alone: epsilon {alone.epsilon_rdp:.4g} "
+                           f"(RDP) at delta {delta:g}"
+                           + (f", {alone.epsilon_pure:.6g} (pure DP)"
+                              if alone.epsilon_pure is not None else "")
+                           + " -- NOT a guarantee for the file")
         _require(require_dp, state)
         return
     scope = "" if state.is_dp else ("of the releases only (the un-noised data above has no "

@@ -59,7 +59,8 @@ def run_round(model_path: str, delta_args: list[str], output: str, server: str,
               hparams: dict, state_path: str | None, dp: DpSettings | None = None,
               seed: int | None = None, allow_seeded: bool = False,
               aggregate_out: str | None = None, progress=None,
-              deltas: list[tuple[str, dict]] | None = None) -> RoundReport:
+              deltas: list[tuple[str, dict]] | None = None,
+              cohort: str | None = None) -> RoundReport:
     """Read the model and the deltas, compute Delta_t, apply the server optimizer, write.
 
     Args:
@@ -78,6 +79,14 @@ def run_round(model_path: str, delta_args: list[str], output: str, server: str,
         allow_seeded: accept inputs whose histories carry seeded noise.
         aggregate_out: also write Delta_t (after noise, before the optimizer) as a delta file.
         progress: optional ``progress(total) -> meter`` with ``update(n)`` and ``close()``.
+        cohort: the file of the client ids sampled for this round (``sample-clients``): every
+            delta must record one of them as its ``client`` label, none twice.
+
+    Every update counts once (:func:`asrpriv.federated.delta_sum.weighted_sum`: copies and,
+    under DP, two deltas of one client are refused). A plain (Eq. 5) average of deltas that
+    are DP releases weights them by their recorded weights, so it is refused unless those
+    are all equal (noised deltas record weight 1): exact word counts are never a release's
+    weights.
 
     Nothing is written unless every input is valid; the model is written before the state, so
     an interrupted run leaves the old state (which still matches --model, and can be rerun).
@@ -85,6 +94,11 @@ def run_round(model_path: str, delta_args: list[str], output: str, server: str,
     dp = dp or DpSettings()
     hp = _check_settings(server, hparams, state_path, dp)
     sources = _sources(delta_args, deltas, dp)
+    cohort_ids = None
+    if cohort is not None:
+        from asrpriv.federated.delta_sum import read_cohort
+
+        cohort_ids = read_cohort(cohort)
     ref = ModelRef(model_path)
     moments = delta = None
     try:
@@ -92,7 +106,8 @@ def run_round(model_path: str, delta_args: list[str], output: str, server: str,
         inputs = Inputs(allow_seeded)
         inputs.add(model_path, ref.privacy)
         bounds = Bounds(dp) if dp.active else None
-        total = weighted_sum(ref, sources, inputs, bounds, progress)            # 1. sum
+        total = weighted_sum(ref, sources, inputs, bounds, progress, cohort_ids, cohort)  # 1. sum
+        _check_release_weights(dp, inputs.state(), total)
         dtypes = {name: spec.dtype for name, spec in ref.specs.items()}
         step = privatize(total.acc, dtypes, dp, inputs.state(), total.total_weight, seed,
                          keep=ref.privacy.raw)                                  # 2. privatize
@@ -136,6 +151,9 @@ def write_round(output: str, state_path: str | None, optimizer: ModelStep, dp: D
         round_meta.update({"noise_multiplier": float(dp.noise_multiplier or 0.0),
                            "clip_l2": float(dp.clip), "denominator": float(dp.denominator),
                            "weight_cap": dp.weight_cap, "sample_rate": dp.sample_rate})
+        if dp.noise_multiplier:  # restates the ledger's Gaussian rounds (checked on read)
+            round_meta["dp_rounds"] = sum(int(r.params["rounds"]) for r in privacy.history.releases
+                                          if r.mechanism == "gaussian")
 
     def write_model() -> str:
         theta, _, _, fingerprint = optimizer.run(keep_theta=True, keep_moments=False)
@@ -156,6 +174,19 @@ def write_round(output: str, state_path: str | None, optimizer: ModelStep, dp: D
         if write_model() != fingerprint:
             raise AsrprivError("the server step gave two different models (internal error)")
     return fingerprint
+
+
+def _check_release_weights(dp: DpSettings, state, total) -> None:
+    """Refuse a plain weighted average of DP deltas with unequal weights (their weights would
+    be exact statistics of the private data, published through the model)."""
+    if dp.active or not state.history.releases or len(total.weights or ()) <= 1:
+        return
+    if any(p.what == "client update" for p in state.raw):
+        return  # un-noised updates: the model is NOT private anyway, and says so
+    raise AsrprivError("the deltas are DP releases but record different weights: a plain FedAvg "
+                       "would weight them by exact word counts, which no release may hold; "
+                       "noise them with this version (weight 1) or aggregate with client-level "
+                       "DP (--clip, --expected-clients)")
 
 
 def _check_settings(server: str, hparams: dict, state_path: str | None, dp: DpSettings) -> dict:

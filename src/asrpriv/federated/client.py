@@ -200,6 +200,8 @@ def delta_metadata(init: InitModel, result: ClientResult, client: str = "", publ
     from asrpriv.privacy.state import to_payload
 
     meta = {"init_fingerprint": init.fingerprint}
+    if client:  # the holder's assertion of whose update this is (one per client in a DP round)
+        meta["client"] = str(client)
     if result.clip_l2 is not None:
         meta["clip_l2"] = float(result.clip_l2)
     meta.update(extra)

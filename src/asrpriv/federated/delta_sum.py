@@ -32,9 +32,44 @@ class DeltaSum:
     acc: dict
     deltas: int = 0
     total_weight: float = 0.0
+    #: the distinct weights of the deltas (a DP release is weighted uniformly)
+    weights: set = None
 
 
-def weighted_sum(ref, sources, inputs, bounds=None, progress=None) -> DeltaSum:
+def client_label(payload: dict, path: str) -> str | None:
+    """The ``client`` label a delta records (the holder's assertion of whose update it is,
+    like a partition label), or None. A label that is not a short printable string is an
+    InputError."""
+    label = payload.get("client")
+    if label is None:
+        return None
+    if not isinstance(label, str) or not 1 <= len(label) <= 200 or not label.isprintable():
+        raise InputError(path, None, f"bad client label {str(label)[:60]!r}")
+    return label
+
+
+def read_cohort(path: str) -> frozenset[str]:
+    """A round's cohort: one client id a line (``sample-clients``' output); a repeated id,
+    or an empty file, is an InputError."""
+    from asrpriv.io.lines import iter_lines
+
+    seen: dict[str, int] = {}
+    for lineno, line in iter_lines(path):
+        name = line.strip()
+        if not name:
+            continue
+        if len(name.split()) != 1:
+            raise InputError(path, lineno, "expected one client id per line")
+        if name in seen:
+            raise InputError(path, lineno, f"client {name!r} repeats line {seen[name]}")
+        seen[name] = lineno
+    if not seen:
+        raise InputError(path, None, "empty cohort: expected client ids, one a line")
+    return frozenset(seen)
+
+
+def weighted_sum(ref, sources, inputs, bounds=None, progress=None,
+                 cohort: frozenset | None = None, cohort_path: str | None = None) -> DeltaSum:
     """Sum the deltas of ``sources`` into float64, each times its factor.
 
     Args:
@@ -47,31 +82,61 @@ def weighted_sum(ref, sources, inputs, bounds=None, progress=None) -> DeltaSum:
         bounds: a :class:`asrpriv.federated.privatize.Bounds` (client-level DP: clip and cap),
             or None (factor = the delta's weight, paper 001 Eq. 5).
         progress: optional ``progress(total) -> meter`` with ``update(n)`` and ``close()``.
+        cohort: the client ids sampled for this round (``cohort_path`` names their file):
+            every delta must carry one of them as its ``client`` label.
 
-    Deltas fine-tuned from another model (init_fingerprint) are all named in one error at
-    the end; any other defect stops at the first.
+    Every delta counts once: two deltas with the same content (a copy under another name)
+    are refused in every round; in a DP round (``bounds``) or with a cohort, two deltas that
+    record the same ``client`` label (e.g. one client trained twice with other seeds) are
+    refused too, since the guarantee is per client. Deltas fine-tuned from another model
+    (init_fingerprint) are all named in one error at the end; any other defect stops at the
+    first.
     """
+    import hashlib
+
     import torch
 
     total = DeltaSum({name: torch.zeros(spec.shape, dtype=torch.float64)
-                      for name, spec in ref.specs.items() if spec.floating})
+                      for name, spec in ref.specs.items() if spec.floating}, weights=set())
     mismatched: list[str] = []
+    clients: dict[str, int] = {}
+    digests: dict[str, int] = {}
     meter = progress(len(sources)) if progress else None
-    for label, open_delta in sources:
+    for number, (label, open_delta) in enumerate(sources, 1):
         with open_delta() as delta:
             payload = delta.obj
             weight = ref.check_delta(label, payload)
             if init_fingerprint(payload, label) != ref.fingerprint:
                 mismatched.append(label)
                 continue
+            client = client_label(payload, label)
+            if bounds is not None or cohort is not None:
+                if client is not None and client in clients:
+                    raise InputError(label, None, f"a second delta of client {client!r} (the first "
+                                                  f"is delta {clients[client]}): a DP round takes "
+                                                  "one update per client")
+                if cohort is not None and client not in cohort:
+                    raise InputError(label, None, "records no client label" if client is None else
+                                     f"client {client!r} is not in the round's cohort "
+                                     f"{cohort_path or ''}".rstrip())
+                if client is not None:
+                    clients[client] = number
             inputs.add_payload(label, payload)
             tensors = payload["state_dict"]
+            digest = hashlib.sha256()
             if bounds is None:
-                _add(total.acc, delta, tensors, weight, label)
+                _add(total.acc, delta, tensors, weight, label, digest)
             else:
                 norm = _norm(delta, tensors, label)
-                _add(total.acc, delta, tensors, bounds.scale(weight, norm, recorded_clip(payload)))
+                _add(total.acc, delta, tensors, bounds.scale(weight, norm, recorded_clip(payload)),
+                     None, digest)
+            key = digest.hexdigest()
+            if key in digests:
+                raise InputError(label, None, f"the same update as delta {digests[key]} (a copy "
+                                              "under another name?): every update counts once")
+            digests[key] = number
         total.total_weight += weight
+        total.weights.add(weight)
         total.deltas += 1
         release_freed_memory()  # this delta's buffers: no heap holes kept resident
         if meter:
@@ -86,16 +151,29 @@ def weighted_sum(ref, sources, inputs, bounds=None, progress=None) -> DeltaSum:
     return total
 
 
-def _add(acc: dict, delta, tensors: dict, scale: float, check: str | None = None) -> None:
+def _add(acc: dict, delta, tensors: dict, scale: float, check: str | None = None,
+         digest=None) -> None:
     """``acc += scale * delta`` slice by slice (float64); ``check``: refuse NaN/inf, naming
-    that file (not needed after a finite :func:`_norm`)."""
+    that file (not needed after a finite :func:`_norm`); ``digest``: a hashlib object that
+    every slice's bytes update (the delta's content, to find copies)."""
     for name, buf in acc.items():
         flat_buf, start = buf.view(-1), 0
+        if digest is not None:
+            digest.update(name.encode() + b"\0")
         for part in delta.slices(tensors[name], SLICE):
             if check is not None and not all_finite(part):
                 raise InputError(check, None, f"parameter {name} holds NaN or inf")
+            if digest is not None:
+                digest.update(_bytes(part))
             flat_buf[start:start + part.numel()].add_(part, alpha=scale)
             start += part.numel()
+
+
+def _bytes(part) -> bytes:
+    """The raw bytes of a tensor slice (any dtype, bfloat16 too)."""
+    import torch
+
+    return part.detach().contiguous().view(-1).view(torch.uint8).numpy().tobytes()
 
 
 def _norm(delta, tensors: dict, label: str) -> float:

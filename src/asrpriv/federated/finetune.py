@@ -47,7 +47,9 @@ class FinetuneRequest:
     utt2client: str | None = None
     clients_path: str | None = None
     public: bool = False
+    public_valid: bool = False
     allow_seeded: bool = False
+    client: str | None = None
 
 
 def run_finetune(req: FinetuneRequest, progress: Callable[[], object] | None = None,
@@ -64,6 +66,10 @@ def run_finetune(req: FinetuneRequest, progress: Callable[[], object] | None = N
 
     if req.delta_out and not req.init_path:
         raise AsrprivError("--delta-out needs --init (a delta is init - new)")
+    if req.client is not None and not req.delta_out:
+        raise AsrprivError("--client labels a delta: give it with --delta-out")
+    if req.client is not None and not (1 <= len(req.client) <= 200 and req.client.isprintable()):
+        raise AsrprivError(f"--client: expected a short printable label, got {req.client[:60]!r}")
     if req.clip is not None and not req.delta_out:
         raise AsrprivError("--clip bounds a delta: give it with --delta-out or --by-client")
     try:
@@ -100,6 +106,7 @@ def run_finetune(req: FinetuneRequest, progress: Callable[[], object] | None = N
     if req.seed is not None:
         torch.manual_seed(req.seed)
     init = None
+    vocab_state = None
     if req.init_path:
         check_init_options(req)
         init = client.load_init(req.init_path, req.device)
@@ -107,9 +114,9 @@ def run_finetune(req: FinetuneRequest, progress: Callable[[], object] | None = N
         model, vocab, config = init.model, init.vocab, init.config
     else:
         if req.vocab_path:
-            from asrpriv.nnlm.vocab import read_word_list
+            from asrpriv.nnlm.vocab import read_word_list_state
 
-            vocab = read_word_list(req.vocab_path)
+            vocab, vocab_state = read_word_list_state(req.vocab_path)
         else:
             vocab = train.vocab_from_sentences(corpus.sentences, req.vocab_size or None, req.min_count)
         try:
@@ -166,39 +173,38 @@ def run_finetune(req: FinetuneRequest, progress: Callable[[], object] | None = N
     meta = {"train_words": result.words, "train_sentences": result.sentences,
             "confidence": req.confidence, "train_only": req.train_only, "seed": req.seed,
             "epochs_run": len(result.history)}
-    privacy = _output_privacy(req, init)
+    privacy = _output_privacy(req, init, vocab_state)
     if update is not None:
         if req.delta_out:
             if update.clip_l2 is not None:
                 talk(f"delta L2 norm {update.norm:.6g}, clipped to {update.clip_l2:g}"
                      if update.norm > update.clip_l2 else
                      f"delta L2 norm {update.norm:.6g} <= clip {update.clip_l2:g}")
-            client.write_delta(req.delta_out, init, update, public=req.public, **meta)
+            public = req.public and (not req.valid_path or req.public_valid)
+            client.write_delta(req.delta_out, init, update, req.client or "", public=public,
+                               **meta)
         modelfile.save_model(req.output, update.model_state, vocab, config, privacy=privacy, **meta)
     else:
         modelfile.save_model(req.output, model, vocab, config, privacy=privacy, **meta)
     return result
 
 
-def _output_privacy(req: FinetuneRequest, init):
+def _output_privacy(req: FinetuneRequest, init, vocab_state=None):
     """The trained model's privacy state: the start model's (``--init``), the vocabulary
-    file's (an ARPA records one; a word list is asserted public) and the training text's
-    (raw unless ``--public``)."""
+    file's (``vocab_state``, read with it: counts, factors and ARPA files record one; a word
+    list is asserted public), the training text's (raw unless ``--public``) and the
+    validation text's (it picks the kept epoch: raw unless ``--public-valid``)."""
     from asrpriv.provenance import Inputs
 
     inputs = Inputs(allow_seeded=True)  # seeded inputs were refused when they were read
     if init is not None:
         inputs.add(req.init_path, init.privacy)
-    if req.vocab_path and _is_arpa(req.vocab_path):
-        inputs.add_arpa(req.vocab_path)
+    if vocab_state is not None:
+        inputs.add(req.vocab_path, vocab_state)
     inputs.add_text(req.train_path, req.public)
+    if req.valid_path:
+        inputs.add_text(req.valid_path, req.public_valid)
     return inputs.state()
-
-
-def _is_arpa(path: str) -> bool:
-    from asrpriv.provenance import sniff
-
-    return sniff(path) == "arpa"
 
 
 def check_init_options(req: FinetuneRequest) -> None:

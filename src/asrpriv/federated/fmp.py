@@ -129,7 +129,7 @@ def update_cache(new: str | None, previous: str | None, out: str) -> None:
         if previous is not None:
             shutil.copyfile(previous, out)
         return
-    aggregate_to_file([new, *([previous] if previous else [])], out)
+    aggregate_to_file([new, *([previous] if previous else [])], out, refuse_copies=False)
 
 
 def client_factors(background: str, qbar: str, cache: str | None, out: str,
@@ -222,9 +222,11 @@ def global_counts(client_counts: Iterable[str], t: int, out: str, settings: FmpS
     if not files:
         raise AsrprivError(f"round {t}: no client's counts: nothing to aggregate")
     if not settings.dp:
-        aggregate_to_file(files, out)
+        aggregate_to_file(files, out, refuse_copies=False)  # one file per client, written here
         return
-    meta, counts = aggregate_files(files)
+    # each client's new counts are its own partition (round<t>/<client>): disjoint, so the
+    # sum keeps the per-utterance bound that the noise is calibrated to
+    meta, counts = aggregate_files(files, disjoint=True, refuse_copies=False)
     noisy_meta, noisy, _report = release_counts(
         meta, counts, "<sum>", background, exact_fraction(str(settings.epsilon), "epsilon"),
         settings.round_seed(t))

@@ -8,6 +8,9 @@ from asrpriv.errors import AsrprivError, InputError
 from asrpriv.federated import gaussian
 from asrpriv.privacy.history import Release, new_release_id
 
+#: payload keys of a delta that are exact statistics of the client's data (not in a release)
+EXACT_STATS = ("train_words", "train_sentences", "epochs_run")
+
 
 def noise_delta_file(path: str, output: str, noise_multiplier: float, clip: float | None,
                      seed: int | None, allow_seeded: bool = False) -> tuple[float, float]:
@@ -15,7 +18,10 @@ def noise_delta_file(path: str, output: str, noise_multiplier: float, clip: floa
 
     C is ``clip``, else the ``clip_l2`` the delta records (its client clipped it). The release
     (gaussian, unit client, sample_rate 1, rounds 1) is appended to the delta's history; the
-    other payload keys (weight, init_fingerprint, ...) are kept, ``clip_l2`` is set to C.
+    other payload keys (init_fingerprint, client, ...) are kept, ``clip_l2`` is set to C.
+    A release holds no exact statistic of the private data: the client's word and sentence
+    counts (``train_words``, ``train_sentences``, ``epochs_run``) are dropped and ``weight``
+    becomes 1 (a server weights noised deltas uniformly).
 
     Returns:
         ``(L2 norm before clipping, C)``.
@@ -48,6 +54,9 @@ def noise_delta_file(path: str, output: str, noise_multiplier: float, clip: floa
              if k not in ("format", "format_version", "kind", "config", "vocab", "state_dict",
                           "clip_l2", *HEADER_KEYS)}
     if noise_multiplier > 0:  # covers the client's clipped update, not what its start model holds
+        for key in EXACT_STATS:
+            extra.pop(key, None)
+        extra["weight"] = 1
         release = Release(new_release_id(), "gaussian", "client",
                           {"noise_multiplier": float(noise_multiplier), "sensitivity_l2": float(clip),
                            "sample_rate": 1.0, "rounds": 1}, seeded=seed is not None)

@@ -14,7 +14,7 @@ from typing import IO, Iterable
 
 from asrpriv.errors import AsrprivError, InputError
 from asrpriv.io.lines import iter_lines
-from asrpriv.io.metadata import COUNTS_KEYS, MetaHeader, check_history_consistency
+from asrpriv.io.metadata import COUNTS_KEYS, MetaHeader, check_history_consistency, plain_float
 from asrpriv.io.words import escape, is_word, unescape
 
 FORMAT = "asrpriv-counts/2"
@@ -52,7 +52,7 @@ def parse_counts(path: str | None, numbered_lines: Iterable[tuple[int, str]],
         if word is None or not is_word(word):
             raise InputError(path, lineno, f"bad word {field!r}")
         try:
-            value = float(raw)
+            value = plain_float(raw)
         except ValueError:
             raise InputError(path, lineno, f"count: expected a number, got {raw!r}") from None
         if not math.isfinite(value) or (value < 0 and meta.get("noise", "none") == "none"):
@@ -64,7 +64,24 @@ def parse_counts(path: str | None, numbered_lines: Iterable[tuple[int, str]],
     if not counts and not header.seen and not allow_empty:
         raise InputError(path, None, "empty input: expected a counts file ('word<TAB>count' rows)")
     check_history_consistency(path, meta, header.lines)
+    check_bound_mass(path, meta, header.lines, counts)
     return meta, counts
+
+
+def check_bound_mass(path: str | None, meta: dict[str, str], lines: dict[str, int],
+                     counts: dict[str, float]) -> None:
+    """Un-noised counts of ``#units`` units, each contributing at most ``#max_l1``, sum to at
+    most ``units * max_l1``: a bound lowered below what the counts prove is refused (it would
+    calibrate the noise too small). Noisy counts are not checked (their mass is noisy)."""
+    if meta.get("noise", "none") != "none" or "max_l1" not in meta or "units" not in meta:
+        return
+    bound = float(meta["max_l1"]) * int(meta["units"])
+    mass = math.fsum(counts.values())
+    if mass > bound * (1 + 1e-9) + 1e-9:
+        raise InputError(path, lines.get("max_l1"),
+                         f"#max_l1={meta['max_l1']} with #units={meta['units']} allows a total "
+                         f"count of at most {bound:.10g}, but the counts sum to more: the bound "
+                         "does not hold (edited?)")
 
 
 def write_counts(stream: IO[str], meta: dict[str, str], counts: dict[str, float],
@@ -91,27 +108,27 @@ def _fmt(value: float) -> str:
 
 
 def read_wordlist(path: str) -> list[str]:
-    """A public vocabulary: a plain word list, or a counts file marked public or noisy.
+    """A public vocabulary: a plain word list, or a file of asrpriv's whose state is public.
 
     - A plain word list: one word per line (first white-space field), escaped like counts
       rows (``\\#word``); lines starting with ``#`` are comments. Whoever gives it asserts it
-      is public.
-    - A counts file (first line ``#format=asrpriv-counts/...``): its words, only if the file is
-      marked ``#public=1`` (``count-unigrams --public`` of public text) or is a noisy release
-      (its words are the public vocabulary of that release). A private counts file is refused:
-      its words would become the output keys and reveal the private vocabulary.
+      is public (docs/THREAT_MODEL.md).
+    - Any file asrpriv writes is read by its own reader, never as a word list, and its
+      privacy state (:mod:`asrpriv.provenance`) must be ``public``: counts of public text
+      (``count-unigrams --public``), public factors, or an ARPA LM without a private record
+      (its unigrams, ``<s>``/``</s>``/``<unk>`` aside). Anything else (private, mixed or even
+      DP counts, factors or LMs, models, reports) is refused: its keys would become the
+      release's keys and could reveal words of the private data.
+
+    The file is read once (a pipe works).
     """
-    numbered = list(iter_lines(path))
-    if numbered and numbered[0][1].startswith("#format=asrpriv-counts"):
-        meta, counts = parse_counts(path, numbered)
-        if meta.get("public") != "1" and meta.get("noise", "none") == "none":
-            raise InputError(path, None, "this counts file is not marked public (#public=1) and "
-                             "is not a noisy release, so its words may be private: give a plain "
-                             "word list of public words, or counts made with 'count-unigrams "
-                             "--public' of public text")
-        if not counts:
-            raise InputError(path, None, "empty vocabulary")
-        return list(counts)
+    from asrpriv.provenance import read_vocabulary
+
+    return read_vocabulary(path, _plain_wordlist, public_only=True)[0]
+
+
+def _plain_wordlist(path: str, numbered) -> list[str]:
+    """A plain word list (see :func:`read_wordlist`) from its ``(line number, line)`` pairs."""
     words: list[str] = []
     seen: set[str] = set()
     for lineno, line in numbered:

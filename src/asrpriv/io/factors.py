@@ -12,7 +12,7 @@ from typing import IO
 
 from asrpriv.errors import AsrprivError, InputError
 from asrpriv.io.lines import iter_lines
-from asrpriv.io.metadata import FACTORS_KEYS, MetaHeader, check_history_consistency
+from asrpriv.io.metadata import FACTORS_KEYS, MetaHeader, check_history_consistency, plain_float
 from asrpriv.io.words import escape, is_word, unescape
 
 FORMAT = "asrpriv-factors/2"
@@ -33,7 +33,7 @@ def read_factors(path: str, numbered_lines=None) -> tuple[dict[str, str], dict[s
         if word is None or not is_word(word):
             raise InputError(path, lineno, f"bad word {parts[0]!r}")
         try:
-            value = float(parts[1])
+            value = plain_float(parts[1])
         except ValueError:
             raise InputError(path, lineno, f"log_factor: expected a number, got {parts[1]!r}") from None
         if not math.isfinite(value):

@@ -20,9 +20,17 @@ _KEY = re.compile(r"[a-z][a-z0-9_]*\Z")
 _PLAIN = re.compile(r"[A-Za-z0-9_.+:/-]{1,200}\Z")
 
 
+def plain_float(text: str) -> float:
+    """``float(text)``, refusing what Python reads but people do not write in data files:
+    ``_`` digit groups (``1_0`` is 10 to Python). ValueError otherwise, as ``float``."""
+    if "_" in text:
+        raise ValueError(f"could not convert string to float: {text!r}")
+    return float(text)
+
+
 def _positive(value: str) -> str | None:
     try:
-        number = float(value)
+        number = plain_float(value)
     except ValueError:
         return "expected a number"
     if not math.isfinite(number) or number <= 0:
@@ -83,6 +91,14 @@ def _raw(value: str) -> str | None:
     return None
 
 
+def _positive_list(value: str) -> str | None:
+    for item in value.split(","):
+        problem = _positive(item)
+        if problem:
+            return f"{problem} in a comma-separated list"
+    return None
+
+
 def _zero(value: str) -> str | None:
     return None if value in ("0", "0.0") else "expected 0 (pure DP)"
 
@@ -92,6 +108,7 @@ _COMMON: dict[str, Callable[[str], str | None]] = {
     "privacy_history": _history,
     "seeded": _choice("1"),
     "epsilon": _positive,
+    "noise_scales": lambda v: _positive_list(v),
 }
 
 COUNTS_KEYS: dict[str, Callable[[str], str | None]] = {
@@ -145,7 +162,7 @@ ARPA_KEYS: dict[str, Callable[[str], str | None]] = {
 
 def _finite(value: str, low: float | None, high: float | None) -> str | None:
     try:
-        number = float(value)
+        number = plain_float(value)
     except ValueError:
         return "expected a number"
     if not math.isfinite(number) or (low is not None and number < low) or \
@@ -236,6 +253,12 @@ def check_history_consistency(path: str | None, meta: dict[str, str], lines: dic
         raise InputError(path, lines.get("noise"), "noisy counts without a privacy_history: "
                          "their privacy cost cannot be accounted (made by an older asrpriv, or "
                          "edited); re-run add-noise with this version")
+    from asrpriv.privacy.state import check_noise_scales
+
+    problem = check_noise_scales(meta, history)
+    if problem:
+        raise InputError(path, lines.get("noise_scales") or where,
+                         f"the privacy record contradicts itself: {problem} (edited?)")
     if meta.get("format", "").startswith("asrpriv-counts"):
         from asrpriv.privacy.state import check_laplace_record
 

@@ -460,6 +460,8 @@ def pick_lowest(candidates: list[tuple[str, str]], key: str) -> tuple[str, list[
             report = json.loads(text)
         except ValueError as err:
             raise InputError(path, None, f"not a JSON report: {err}") from None
+        except RecursionError:
+            raise InputError(path, None, "not a JSON report: nested too deeply") from None
         value = report.get(key) if isinstance(report, dict) else None
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
             raise InputError(path, None, f"no finite number under {key!r}")

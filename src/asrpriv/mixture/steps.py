@@ -164,6 +164,7 @@ class InterpolateSettings:
     threads: int = 0
     output: str | None = None
     allow_seeded: bool = False
+    public_heldout: bool = False
 
 
 @dataclass
@@ -181,8 +182,6 @@ def interpolate(s: InterpolateSettings, info=None, warn=None,
     ``on_report(report)`` is called with the EM report before the mixture is written (the
     CLI prints it on stdout)."""
     import math
-
-    from asrpriv.mixture.weights import parse_weights
 
     if info is None:
         from asrpriv.talk import info
@@ -211,25 +210,37 @@ def interpolate(s: InterpolateSettings, info=None, warn=None,
     if s.heldout is None and s.class_files:
         raise AsrprivError("a class LM cannot join a static ARPA mixture (its words are classes): "
                            "estimate weights with --heldout, score with perplexity --weights")
-    from asrpriv.provenance import check_read_files
+    from asrpriv.mixture.weights import weights_with_state
+    from asrpriv.provenance import check_read_files, state_to_json, text_state
 
-    check_read_files(lm_paths, s.allow_seeded)
+    lm_state = check_read_files(lm_paths, s.allow_seeded)
     if s.heldout is None:
-        weights = parse_weights(s.weights, len(lm_paths))
-        write_mixture(lm_paths, weights, s.output or "-", s.precision, info)
+        weights, weights_state = weights_with_state(s.weights, len(lm_paths))
+        write_mixture(lm_paths, weights, s.output or "-", s.precision, info,
+                      [(s.weights[1:], weights_state)] if s.weights.startswith("@") else [])
         return InterpolateResult(None, list(weights))
-    init = parse_weights(s.init, len(lm_paths), "--init") if s.init else None
+    fitted: list = []  # what the weights depend on besides the LMs: held-out text, --init @FILE
+    init = None
+    if s.init:
+        init, init_state = weights_with_state(s.init, len(lm_paths), "--init")
+        fitted.append((s.init[1:] if s.init.startswith("@") else "--init", init_state))
+    fitted.append((s.heldout, text_state(s.public_heldout)))
     result = estimate(lm_paths, tuple(s.class_files), s.heldout, s.ids, init, s.tol, s.max_iter,
                       s.oov_policy, s.batch_size, s.threads, info, warn)
+    from asrpriv.privacy.state import combine
+
+    result["privacy_state"] = state_to_json(combine([lm_state, *(st for _, st in fitted)]))
     if on_report is not None:
         on_report(result)
     if s.output:
-        write_mixture(lm_paths, result["weights"], s.output, s.precision, info)
+        write_mixture(lm_paths, result["weights"], s.output, s.precision, info, fitted)
     return InterpolateResult(result, result["weights"])
 
 
-def write_mixture(lm_paths, weights, output, precision, info) -> None:
-    """The static mixture of ARPA LMs (exact, :func:`asrpriv.ngram.mix.mix_models`)."""
+def write_mixture(lm_paths, weights, output, precision, info, fitted=()) -> None:
+    """The static mixture of ARPA LMs (exact, :func:`asrpriv.ngram.mix.mix_models`);
+    ``fitted``: ``(name, state)`` of what the weights were fitted on or read from (held-out
+    text, a weights report), whose state the mixture inherits."""
     from asrpriv.io.output import open_output
     from asrpriv.ngram.mix import mix_models
     from asrpriv.ngram.packed import read_packed
@@ -238,6 +249,8 @@ def write_mixture(lm_paths, weights, output, precision, info) -> None:
     inputs = Inputs(allow_seeded=True)  # seeded LMs were refused (or allowed) above
     for path in lm_paths:  # even at weight 0 an LM's vocabulary joins the mixture's
         inputs.add_arpa(path)
+    for name, state in fitted:
+        inputs.add(name, state)
     models = [read_packed(p) for p in lm_paths]
     mixed = mix_models(models, weights)
     with open_output(output) as out:

@@ -172,6 +172,7 @@ def write_arpa(out: IO[str], counts: Sequence[int],
 
 
 def iter_entries(path: str | None, declared: dict[int, int] | None = None,
+                 numbered_lines: Iterable[tuple[int, str]] | None = None,
                  ) -> Iterator[tuple[int, int, float, list[str], float | None]]:
     """The entries of an ARPA file, checked line by line: ``(n, lineno, log10 prob, n words,
     log10 back-off or None)``, in file order (``.gz`` is decompressed; ``-`` = stdin).
@@ -181,7 +182,11 @@ def iter_entries(path: str | None, declared: dict[int, int] | None = None,
     file). Raises :class:`~asrpriv.errors.InputError` with the line number for a missing
     ``\\data\\`` header, bad numbers (NaN too), wrong field counts, n-gram counts that disagree
     with the header, or a missing ``\\end\\``. Duplicates are the caller's to find.
-    ``declared``, if given, receives the header's counts (order -> count).
+    ``declared``, if given, receives the header's counts (order -> count);
+    ``numbered_lines``: the file's ``(line number, line)`` pairs when already being read (a
+    pipe is read once). Log-probabilities must be finite and <= 0 (``-99`` is the usual
+    "never"), back-off weights finite: ``inf``, ``-inf``, ``1e400`` (read as inf) and ``3.5``
+    are refused, since steps that read them would write models other tools refuse.
     """
     from asrpriv.io.lines import iter_lines
 
@@ -189,7 +194,7 @@ def iter_entries(path: str | None, declared: dict[int, int] | None = None,
     state = "start"  # start -> header -> body -> end
     n = seen = 0
     last_line = 0
-    for lineno, line in iter_lines(path):
+    for lineno, line in (iter_lines(path) if numbered_lines is None else numbered_lines):
         last_line = lineno
         if state == "body":
             fields = line.split()
@@ -211,12 +216,16 @@ def iter_entries(path: str | None, declared: dict[int, int] | None = None,
             if len(fields) == n + 1:
                 bow = None
             elif len(fields) == n + 2:
-                bow = _number(fields[-1], path, lineno)
+                bow = _number(fields[-1], path, lineno, "back-off weight")
             else:
                 raise InputError(path, lineno, f"expected a {n}-gram entry (log10 prob, {n} words, "
                                                f"optional back-off), got {len(fields)} fields")
             seen += 1
-            yield n, lineno, _number(fields[0], path, lineno), fields[1:n + 1], bow
+            prob = _number(fields[0], path, lineno, "log10 probability")
+            if prob > 0:
+                raise InputError(path, lineno, f"log10 probability {fields[0][:40]!r} > 0 (a "
+                                               "probability above 1)")
+            yield n, lineno, prob, fields[1:n + 1], bow
         elif state == "start":
             text = line.strip()
             if not text or text.startswith("#"):  # comment lines before \data\ (kenlm/SRILM skip them)
@@ -271,11 +280,16 @@ def read_arpa(path: str | None) -> ArpaModel:
     return ArpaModel(ngrams)
 
 
-def _number(text: str, path, lineno: int) -> float:
+def _number(text: str, path, lineno: int, what: str = "number") -> float:
+    """A finite number as ARPA files write it (no ``_`` digit groups, no NaN or inf)."""
     try:
+        if "_" in text:
+            raise ValueError(text)
         value = float(text)
     except ValueError:
-        raise InputError(path, lineno, f"expected a number, got {text[:40]!r}") from None
+        raise InputError(path, lineno, f"{what}: expected a number, got {text[:40]!r}") from None
     if math.isnan(value):
-        raise InputError(path, lineno, "NaN in an ARPA file")
+        raise InputError(path, lineno, f"{what}: NaN in an ARPA file")
+    if not math.isfinite(value):
+        raise InputError(path, lineno, f"{what}: expected a finite number, got {text[:40]!r}")
     return value

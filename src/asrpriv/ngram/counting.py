@@ -220,8 +220,13 @@ def read_vocab(path: str) -> list[str]:
     """
     from asrpriv.io.lines import iter_lines
 
+    return vocab_from_lines(path, iter_lines(path))
+
+
+def vocab_from_lines(path: str, numbered) -> list[str]:
+    """:func:`read_vocab` on ``(line number, line)`` pairs already being read."""
     words: list[str] = []
-    for _lineno, line in iter_lines(path):
+    for _lineno, line in numbered:
         words.extend(w for w in line.split() if w not in (BOS, EOS, UNK))
     if not words:
         raise InputError(path, None, "empty vocabulary: expected words, one per line")

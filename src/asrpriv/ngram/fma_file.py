@@ -53,7 +53,7 @@ def adapt_arpa_file(arpa_path: str, adapt_path: str, output: str, beta: float = 
             "variant": "reversed" if reversed_ else "standard", "beta": f"{beta:g}",
             "prior": f"{prior:g}", "oov": "unk" if oov_to_unk else "dropped", "marginal": "counts" if background_path else "arpa-unigrams",
             "version": __version__}
-    meta = to_meta(meta, inputs.state())
+    meta = to_meta(meta, inputs.state(), always_raw=True)
     with open_output(output) as stream:
         for key, value in meta.items():
             stream.write(f"#{key}={value}\n")

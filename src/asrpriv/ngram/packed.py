@@ -131,6 +131,8 @@ def read_packed(path: str) -> PackedArpa:
     line by line (:func:`_read_lines`: same result, errors located to their line).
     """
     packed = _read_bulk(path)
+    if packed is not None and any(len(o.logp) and float(o.logp.max()) > 0 for o in packed.orders):
+        packed = None  # a log-probability > 0: the line reader refuses it and names its line
     return packed if packed is not None else _read_lines(path)
 
 
@@ -223,8 +225,16 @@ _HASH_SIZE = _U64(0x165667B19E3779F9)
 
 def _read_bulk(path: str | None) -> PackedArpa | None:
     """A :class:`PackedArpa` of ``path``, or None when the file needs the line-by-line reader."""
+    import os
+    import stat
+
     if path is None or str(path) == "-":
         return None
+    try:
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            return None  # a pipe is read once, by the line reader
+    except OSError:
+        return None  # the line reader reports it
     try:
         return _BulkReader(str(path)).read()
     except _Decline:
@@ -603,12 +613,13 @@ class _Block:
             got, ok = self._numbers_any(s[todo], e[todo])
             values[todo] = got
             for i in todo[~ok].tolist():
+                token = self.data[s[i]:e[i]].decode("utf-8")
                 try:
-                    values[i] = float(self.data[s[i]:e[i]].decode("utf-8"))
+                    values[i] = float(token)
                 except ValueError:
                     raise _Decline from None
-                if math.isnan(values[i]):
-                    raise _Decline
+                if not math.isfinite(values[i]) or "_" in token:
+                    raise _Decline  # the line reader says which line and why
         return values
 
     def _numbers_like(self, s, e, size: int, sign: int, point: int, dot: bool):

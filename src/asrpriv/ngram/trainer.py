@@ -191,7 +191,7 @@ def train_ngram(s: TrainSettings) -> TrainResult:
 
     from asrpriv.errors import AsrprivError, InputError
     from asrpriv.io.output import open_output
-    from asrpriv.ngram.counting import EmptyTextError, read_sentences, read_vocab
+    from asrpriv.ngram.counting import EmptyTextError, read_sentences
     from asrpriv.ngram.kneser_ney import DiscountError
 
     if not 1 <= s.order <= 9:
@@ -200,7 +200,16 @@ def train_ngram(s: TrainSettings) -> TrainResult:
         raise AsrprivError(f"--precision must be in 1..17, got {s.precision}")
     if not (math.isfinite(s.member_share) and 0.0 < s.member_share <= 1.0):
         raise AsrprivError(f"--member-share must be in (0, 1], got {s.member_share}")
-    vocab = read_vocab(s.vocab) if s.vocab is not None else None
+    from asrpriv.provenance import Inputs, read_vocabulary, write_arpa_header
+
+    inputs = Inputs()
+    inputs.add_text(s.text, s.public)
+    vocab = None
+    if s.vocab is not None:  # a word list (asserted public) or a file with its own state
+        from asrpriv.ngram.counting import vocab_from_lines
+
+        vocab, vocab_state = read_vocabulary(s.vocab, vocab_from_lines)
+        inputs.add(s.vocab, vocab_state)
     sentences = read_sentences(s.text, ids=s.ids)
     if not s.ids and s.classes_out is None:
         sentences = _warn_if_ids(sentences, s.text)
@@ -217,6 +226,7 @@ def train_ngram(s: TrainSettings) -> TrainResult:
 
         check_writable(s.classes_out, "--classes")
         spans_by_utt = read_spans(s.spans)
+        inputs.add_text(s.spans, s.public)  # annotations of the text: the text's state
         utts = [(utt, words) for _lineno, utt, words in iter_text(s.text)]
         names = [c.strip() for c in s.class_names.split(",") if c.strip()]
         class_map, _counts = membership_from_spans(utts, spans_by_utt, names, s.member_share)
@@ -227,10 +237,6 @@ def train_ngram(s: TrainSettings) -> TrainResult:
         raise AsrprivError(f"{err}; try --discount-fallback") from None
     except EmptyTextError:
         raise InputError(s.text, None, "empty input: expected text, one sentence per line") from None
-    from asrpriv.provenance import Inputs, write_arpa_header
-
-    inputs = Inputs()
-    inputs.add_text(s.text, s.public)
     with open_output(s.output) as out:
         write_arpa_header(out, "train-ngram", inputs.state())
         model.write(out, s.precision)

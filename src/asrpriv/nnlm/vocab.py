@@ -81,7 +81,27 @@ def build_vocabulary(counts: Counter | dict[str, int], vocab_size: int | None = 
     return Vocabulary(list(SPECIALS) + [w for w, _ in kept])
 
 
-def read_word_list(path: str) -> Vocabulary:
+def read_word_list_state(path: str):
+    """:func:`read_word_list` and the file's privacy state: ``(Vocabulary, PrivacyState)``.
+
+    Read once, by :func:`asrpriv.provenance.read_vocabulary`: a plain list is asserted public;
+    a counts, factors or ARPA file is read by its own reader (keys, or 1-grams) and brings
+    its recorded state; a model or report is refused.
+    """
+    from asrpriv.errors import InputError
+    from asrpriv.provenance import read_vocabulary
+
+    def plain(path: str, numbered) -> list[str]:
+        return read_word_list(path, numbered).words
+
+    words, state = read_vocabulary(path, plain)
+    kept = list(dict.fromkeys(w for w in words if w not in SPECIALS))
+    if not kept:
+        raise InputError(path, None, "no words: expected one word a line or an ARPA file")
+    return Vocabulary(list(SPECIALS) + kept), state
+
+
+def read_word_list(path: str, numbered_lines=None) -> Vocabulary:
     """A fixed vocabulary from a file: one word a line (its first field), or an ARPA file's
     1-grams; specials first, then the words in file order (duplicates and specials dropped).
 
@@ -96,7 +116,7 @@ def read_word_list(path: str) -> Vocabulary:
     arpa: bool | None = None  # known at the first non-blank line that is not a '#' line
     leading: list[str] = []   # '#' lines before it: asrpriv's metadata header of an ARPA file,
     section = False           # or words of a plain list (then kept)
-    for lineno, line in iter_lines(path):
+    for lineno, line in (iter_lines(path) if numbered_lines is None else numbered_lines):
         text = line.strip()
         if not text:
             continue

@@ -364,6 +364,19 @@ class History:
     def units(self) -> set[str]:
         return {r.unit for r in self.releases}
 
+    def restricted(self, unit: str) -> "History":
+        """The releases of one adjacency unit with their composition (the others pruned):
+        what that unit's releases cost alone (privacy-report lists it per unit of a history
+        that mixes units; it is not a guarantee for the file)."""
+        mapping: dict[int, int | None] = {}
+        kept: list[Release] = []
+        for i, r in enumerate(self.releases):
+            mapping[i] = len(kept) if r.unit == unit else None
+            if r.unit == unit:
+                kept.append(r)
+        tree = None if self.tree is None else _remap(self.tree, mapping)
+        return History(tuple(kept), tree) if kept else History()
+
     def epsilon_pure(self) -> float:
         """Total pure-DP epsilon (delta = 0) of a Laplace-only history: seq adds, par takes max.
 

@@ -13,6 +13,10 @@ carries:
 - ``mixed``: it depends on DP releases *and* on un-noised private data: DP for the units
   whose data went only through the releases, NO guarantee for the owners of the raw parts.
 - ``seeded``: a DP release used seeded (repeatable) noise: NOT private, tests only.
+- ``mixed-units``: every private input went through DP releases, but the releases bound
+  different adjacency units (utterance and client): their epsilons do not add up to one
+  guarantee, so the file is NOT called differentially private (each unit's releases are
+  listed, and can be accounted, separately).
 
 **Raw parts.** :class:`RawPart` names un-noised private data the contents depend on: what it
 is (``counts``, ``text``, ``client update``, ``unrecorded``), the adjacency unit of its bound
@@ -57,7 +61,7 @@ RAW_WHAT = ("counts", "text", "client update", "model", "unrecorded")
 RAW_UNITS = ("utterance", "client", "none")
 SEEDED_FLAG = "--allow-seeded-test-noise"
 #: the keys of file headers this module owns
-HEADER_KEYS = ("privacy_history", "epsilon", "seeded", "private_raw")
+HEADER_KEYS = ("privacy_history", "epsilon", "seeded", "private_raw", "noise_scales")
 
 
 class StateError(ValueError):
@@ -107,7 +111,7 @@ class PrivacyState:
 
     @property
     def kind(self) -> str:
-        """``public``, ``private``, ``dp``, ``mixed`` or ``seeded``."""
+        """``public``, ``private``, ``dp``, ``mixed``, ``mixed-units`` or ``seeded``."""
         if self.history.seeded:
             return "seeded"
         if self.raw and self.history.releases:
@@ -115,7 +119,7 @@ class PrivacyState:
         if self.raw:
             return "private"
         if self.history.releases:
-            return "dp"
+            return "mixed-units" if len(self.history.units()) > 1 else "dp"
         return "public"
 
     @property
@@ -139,6 +143,11 @@ class PrivacyState:
         if kind == "seeded":
             return ("NOT private: made with seeded (repeatable) test noise"
                     + (f"; also contains {raw}" if raw else ""))
+        if kind == "mixed-units":
+            return ("NOT differentially private as one guarantee: the releases below bound "
+                    f"different adjacency units ({', '.join(sorted(self.history.units()))}), whose "
+                    "epsilons do not compose into one; each unit's releases are a separate "
+                    "guarantee for that unit only")
         return "differentially private: every private input went through the DP releases below"
 
 
@@ -287,6 +296,9 @@ def to_meta(meta: dict[str, str], state: PrivacyState, always_raw: bool = False)
     """
     meta = {k: v for k, v in meta.items() if k not in HEADER_KEYS}
     if state.history.releases:
+        scales = noise_scales(state.history)
+        if scales:  # every Laplace release's scale, restated (checked on read)
+            meta["noise_scales"] = ",".join(f"{x:.10g}" for x in scales)
         meta["privacy_history"] = state.history.to_json()
         if not state.raw:  # a file with un-noised private data claims no epsilon (seeded
             # files keep the ledger's total beside their #seeded=1 mark)
@@ -327,8 +339,14 @@ def refuse_seeded(named_states: list[tuple[str, PrivacyState]], allowed: bool) -
 
 # ------------------------------------------------------------------ ledger checks
 def check_round_record(round_meta, history: History) -> str | None:
-    """A DP server round's ``federated_round`` (noise multiplier, clip) against the last
-    Gaussian release of the model's history: they describe the same release. None = agree."""
+    """A DP server round's ``federated_round`` against the model's history. None = agree.
+
+    The record restates the last Gaussian release (noise multiplier, clip, sample rate) and,
+    since this version, how many Gaussian releases the history holds (``dp_rounds``): an
+    edit of one without the other is refused. Without ``dp_rounds`` (older files) the round
+    counter bounds them from below: ``round`` DP rounds made at least ``round`` releases
+    (fail closed: a history that lost releases is never read as cheaper than it was).
+    """
     if not isinstance(round_meta, dict):
         return None
     z = round_meta.get("noise_multiplier")
@@ -344,6 +362,50 @@ def check_round_record(round_meta, history: History) -> str | None:
             and not math.isclose(float(last["sensitivity_l2"]), float(clip), rel_tol=1e-9)):
         return (f"federated_round (z {z:g}, clip {clip}) disagrees with the history's last "
                 f"Gaussian release (z {last['noise_multiplier']:g}, clip {last['sensitivity_l2']:g})")
+    rate = round_meta.get("sample_rate")
+    if rate is not None and (isinstance(rate, bool) or not isinstance(rate, (int, float))
+                             or not math.isclose(float(last["sample_rate"]), float(rate),
+                                                 rel_tol=1e-9)):
+        return (f"federated_round (sample rate {rate}) disagrees with the history's last "
+                f"Gaussian release (sample rate {last['sample_rate']:g})")
+    releases = sum(int(r.params["rounds"]) for r in gaussian)
+    count = round_meta.get("dp_rounds")
+    if count is not None:
+        if isinstance(count, bool) or not isinstance(count, int) or count != releases:
+            return (f"federated_round records {count!r} Gaussian round(s) but the history holds "
+                    f"{releases}")
+    else:
+        t = round_meta.get("round")
+        if isinstance(t, int) and not isinstance(t, bool) and t > releases:
+            return (f"federated_round is round {t} of DP rounds but the history holds only "
+                    f"{releases} Gaussian release(s)")
+    return None
+
+
+def noise_scales(history: History) -> list[float]:
+    """The scale (sensitivity / epsilon) of every Laplace release, in the history's order."""
+    return [float(r.params["sensitivity_l1"]) / float(r.params["epsilon"])
+            for r in history.releases if r.mechanism == "laplace"]
+
+
+def check_noise_scales(meta: dict[str, str], history: History) -> str | None:
+    """``#noise_scales`` (counts, factors, ARPA headers) against every Laplace release of the
+    history: an epsilon edited in the ledger (and in ``#epsilon``) but not here is caught,
+    for every release, not only the last. Missing while the history holds Laplace releases:
+    refused (fail closed), except for counts with one release (``#noise_scale`` restates it,
+    as files made before this key did)."""
+    expected = noise_scales(history)
+    if "noise_scales" not in meta:
+        if not expected or (meta.get("format", "").startswith("asrpriv-counts")
+                            and len(expected) == 1):
+            return None
+        return (f"the privacy_history holds {len(expected)} Laplace release(s) but no "
+                "#noise_scales restates their scales")
+    scales = meta["noise_scales"].split(",")
+    if len(scales) != len(expected) or not all(
+            math.isclose(float(a), b, rel_tol=1e-6) for a, b in zip(scales, expected)):
+        return (f"#noise_scales={meta['noise_scales']} disagrees with the privacy_history's "
+                f"Laplace releases ({','.join(f'{x:.10g}' for x in expected)})")
     return None
 
 

@@ -111,6 +111,11 @@ def fma_factors_files(background: str, global_counts: str | None = None,
 
     def read(path, allow_empty, used=True):
         meta, counts = read_counts(path, allow_empty=allow_empty)
+        if not meta and not counts:  # not even a header: no counts file at all
+            from asrpriv.errors import InputError
+
+            raise InputError(path, None, "empty input: expected a counts file (a file without "
+                                         "rows still has its #format line)")
         if used:  # a weight of 0 leaves the output independent of the file
             inputs.add_counts(path, meta)
         return counts

@@ -66,6 +66,13 @@ def merge(metas: list[tuple[str, dict[str, str]]], disjoint: bool = False) -> di
             the files prove it: each records a ``partition``, no two partitions overlap, and no
             release of a privacy history occurs in two inputs.
 
+    **Contribution bounds compose.** Without ``disjoint`` nothing says a unit contributed to
+    one input only (two counts files of the same N-best list, each bounded by 20, move by up
+    to 40 when one utterance is added): the sum's ``max_l1`` is the *sum* of the inputs'
+    bounds, and noise calibrated to it costs what it claims. With ``disjoint`` (proven as
+    above) each unit is in one input: the bounds must agree and stay as they are. Inputs
+    with a bound and inputs without one (unbounded) are never summed.
+
     Raises:
         AsrprivError: inputs disagree on unit, bound, grid or noise state, or cannot be
             proven disjoint.
@@ -74,8 +81,9 @@ def merge(metas: list[tuple[str, dict[str, str]]], disjoint: bool = False) -> di
     for name, meta in metas[1:]:
         for key in MUST_AGREE:
             a, b = first.get(key, "none" if key == "noise" else ""), meta.get(key, "none" if key == "noise" else "")
-            if key == "max_l1" and a and b and _number(a, name, key) == _number(b, name, key):
-                continue
+            if key == "max_l1" and a and b and (not disjoint or
+                                                _number(a, name, key) == _number(b, name, key)):
+                continue  # summed below (sequential) or equal (disjoint)
             if a != b:
                 raise AsrprivError(f"cannot sum counts with different {key}: {first_name} has "
                                    f"{a or '(none)'}, {name} has {b or '(none)'}")
@@ -102,6 +110,9 @@ def merge(metas: list[tuple[str, dict[str, str]]], disjoint: bool = False) -> di
     for key in MUST_AGREE:
         if first.get(key):
             merged[key] = first[key]
+    if "max_l1" in merged and not disjoint and len(metas) > 1:
+        merged["max_l1"] = _fmt_up(sum(_number(meta["max_l1"], name, "max_l1")
+                                       for name, meta in metas))
     for key in DESCRIPTIVE:
         values = {meta.get(key) for _, meta in metas}
         if len(values) == 1 and None not in values:
@@ -123,6 +134,17 @@ def _number(text: str, name: str, key: str) -> Fraction:
         return Fraction(text)
     except (ValueError, ZeroDivisionError):
         raise AsrprivError(f"{name}: metadata {key}: expected a number, got {text!r}") from None
+
+
+def _fmt_up(value: Fraction) -> str:
+    """The shortest decimal of ``value``, rounded up where it is not exact (a bound written
+    smaller than it is would under-noise)."""
+    import math
+
+    text = repr(float(value))
+    while Fraction(text) < value:
+        text = repr(math.nextafter(float(text), math.inf))
+    return text[:-2] if text.endswith(".0") else text
 
 
 def _fmt(value: Fraction) -> str:

@@ -28,7 +28,7 @@ import random
 from dataclasses import dataclass
 from fractions import Fraction
 
-from asrpriv.errors import AsrprivError
+from asrpriv.errors import AsrprivError, display_name
 from asrpriv.privacy.laplace import laplace_scale_steps, noisy_counts
 from asrpriv.privacy.history import Release, new_release_id
 from asrpriv.unigram.meta import base_meta, history_of, with_history
@@ -45,6 +45,8 @@ class NoiseReport:
 
 def exact_fraction(text: str, what: str) -> Fraction:
     try:
+        if "_" in text:  # Python reads 1_0 as 10; nobody means that
+            raise ValueError(text)
         value = Fraction(text)
     except (ValueError, ZeroDivisionError):
         raise AsrprivError(f"{what}: expected a number, got {text!r}") from None
@@ -56,7 +58,8 @@ def exact_fraction(text: str, what: str) -> Fraction:
 def laplace_counts(meta: dict[str, str], counts: dict[str, float], vocab: list[str],
                    epsilon: Fraction, rng: random.Random,
                    sensitivity: Fraction | None = None,
-                   clamp: bool = True, seeded: bool = False) -> tuple[dict[str, str], dict[str, float], NoiseReport]:
+                   clamp: bool = True, seeded: bool = False,
+                   name: str | None = None) -> tuple[dict[str, str], dict[str, float], NoiseReport]:
     """Release ``counts`` with epsilon-DP Laplace noise over every word of ``vocab``.
 
     Args:
@@ -68,23 +71,25 @@ def laplace_counts(meta: dict[str, str], counts: dict[str, float], vocab: list[s
         sensitivity: explicit L1 sensitivity overriding the metadata's bound.
         clamp: clamp negative noisy counts to 0 (post-processing).
         seeded: ``rng`` is seeded (repeatable, not private): the release is marked so.
+        name: the counts' file, named in the messages about them.
 
     Returns:
         ``(metadata, noisy counts, report)``.
     """
+    where = f"{display_name(name)}: " if name is not None else ""
     if epsilon <= 0:
         raise AsrprivError("--epsilon must be > 0")
     if sensitivity is not None:
         if sensitivity <= 0:
             raise AsrprivError("--sensitivity must be > 0")
         if "max_l1" in meta and sensitivity < exact_fraction(meta["max_l1"], "max_l1"):
-            raise AsrprivError(f"--sensitivity {float(sensitivity):g} is below the contribution "
+            raise AsrprivError(f"{where}--sensitivity {float(sensitivity):g} is below the contribution "
                                f"bound max_l1={meta['max_l1']} the counts record: that would "
                                "under-noise; drop --sensitivity (or give one >= the bound)")
         source = "override"
     else:
         if "max_l1" not in meta:
-            raise AsrprivError("the counts record no contribution bound (max_l1); make them with "
+            raise AsrprivError(f"{where}the counts record no contribution bound (max_l1); make them with "
                                "'count-unigrams --max-l1 B' or give --sensitivity explicitly")
         sensitivity = exact_fraction(meta["max_l1"], "max_l1 in metadata")
         source = f"max_l1 per {meta.get('unit', 'unit')}"
@@ -95,7 +100,7 @@ def laplace_counts(meta: dict[str, str], counts: dict[str, float], vocab: list[s
 
         grid = Fraction(DEFAULT_GRID)
     if grid <= 0 or sensitivity <= 0:  # never hand the sampler a zero or negative scale
-        raise AsrprivError(f"grid ({grid}) and sensitivity ({sensitivity}) in metadata must be > 0")
+        raise AsrprivError(f"{where}grid ({grid}) and sensitivity ({sensitivity}) in metadata must be > 0")
     gamma = float(grid)
     steps: list[int] = []
     for word in vocab:
@@ -103,7 +108,7 @@ def laplace_counts(meta: dict[str, str], counts: dict[str, float], vocab: list[s
         k = round(value / gamma)
         if abs(k * gamma - value) > 1e-9 * max(1.0, value) and source != "override":
             # the count itself is not quoted: it is an un-noised statistic of the private input
-            raise AsrprivError(f"count of {word!r} is not a multiple of the grid {gamma}; "
+            raise AsrprivError(f"{where}count of {word!r} is not a multiple of the grid {gamma}; "
                                "the counts were not made by a bounded count-unigrams")
         steps.append(k)
     vocab_set = set(vocab)
@@ -181,7 +186,7 @@ def laplace_release(meta: dict[str, str], counts: dict[str, float], vocab: list[
 
     Inputs(allow_seeded).add_counts(name, meta)
     return laplace_counts(meta, counts, vocab, epsilon, noise_rng(seed), sensitivity,
-                          clamp=clamp, seeded=seed is not None)
+                          clamp=clamp, seeded=seed is not None, name=name)
 
 
 def add_noise_counts(s: LaplaceSettings) -> LaplaceResult:
