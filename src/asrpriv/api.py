@@ -646,7 +646,7 @@ def score_wer(refs: Sequence[str] | Mapping[str, str], hyps: Sequence[str] | Map
     >>> r.alignments[0].pairs()
     [('C', 'the', 'the'), ('S', 'cat', 'hat'), ('C', 'sat', 'sat'), ('I', None, 'down')]
     >>> r.signature.split("|")[:3]
-    ['case:lc', 'strip:none', 'align:sclite']
+    ['case:sclite', 'strip:none', 'align:sclite']
     >>> api.score_wer({"u1": "a b c"}, {"u1": "a x c"}).substitutions
     1
     >>> api.score_wer(["a"], ["a", "b"])
