@@ -28,7 +28,7 @@ needs_sctk = pytest.mark.skipif(sctk_bin("sclite") is None or sctk_bin("sc_stats
                                        "bin/install-system-deps installs it")
 
 SUM = re.compile(r"\| Sum\S* +\|\s*(\d+)\s+(\d+)\s*\|\s*(\d+)\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+)")
-SPK = re.compile(r"^\|\s*(\S+)\s+\|\s*(\d+)\s+(\d+)\s*\|\s*(\d+)\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+)\s*\|",
+SPK = re.compile(r"^\s*\|\s*(\S+)\s+\|\s*(\d+)\s+(\d+)\s*\|\s*(\d+)\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+)\s*\|",
                  re.M)
 KEYS = ("sentences", "ref_words", "correct", "substitutions", "deletions", "insertions",
         "errors", "sentence_errors")

@@ -238,7 +238,7 @@ def _read(path: str | None, fmt: str, normalizer: Normalizer, field: str = "text
             if not line.strip() or line.lstrip().startswith(";;"):
                 continue
             utt_id, text = parse_trn_text(line, path, lineno)
-            if "{" in text or "}" in text:
+            if "{" in text:  # '}' alone is a letter (Buckwalter), as sclite reads it
                 if optional_deletable:
                     raise InputError(path, lineno, "alternations { a / b } together with -D "
                                      "(optionally deletable words) are not supported")
