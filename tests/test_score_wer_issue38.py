@@ -272,3 +272,20 @@ def test_single_compare_report_keeps_its_keys(tmp_path):
         "test", "min_good", "system_b", "wer_a", "wer_b", "errors_a", "errors_b", "segments",
         "mean", "sd", "z", "p_value", "significant", "alpha", "better", "seg_ref_words",
         "seg_errors_a", "seg_errors_b", "seg_pct_a", "seg_pct_b", "missing_hyp_b", "extra_hyp_b"}
+
+
+# ------------------------------------------------------------------ one door
+
+def test_cli_and_library_entry_give_the_same_report(tmp_path):
+    """score-wer's command makes one call, asrpriv.api.score_wer_files (STEP_ENTRIES['score-wer']):
+    the same settings give the same JSON report."""
+    from asrpriv import api
+
+    ref, a, b, u2c = _clients(tmp_path)
+    settings = api.ScoreWerSettings(ref=ref, hyp=a, compare=(b,), utt2client=u2c, bootstrap=50,
+                                    seed=4, bootstrap_unit="client", holm=True, output=None)
+    report = api.score_wer_files(settings, warn=lambda _m: None)
+    cli = _json("--ref", ref, "--hyp", a, "--compare", b, "--utt2client", u2c, "--bootstrap", 50,
+                "--seed", 4, "--bootstrap-unit", "client", "--holm")
+    assert json.loads(json.dumps(report.as_dict())) == cli
+    assert api.STEP_ENTRIES["score-wer"] == "asrpriv.wer.step:score_wer_files"
