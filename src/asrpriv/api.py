@@ -10,7 +10,8 @@ imports neither click nor torch nor numpy; functions that need them import them 
 Conventions (as in ``docs/FORMATS.md``): counts are pseudo-counts (kernel-weighted or plain
 word counts); factors and scores are natural logs; ARPA files hold log10 values; WER is in
 percent (``api.wer`` alone returns a fraction, as ``jiwer.wer``). Errors are
-:class:`asrpriv.errors.AsrprivError` (bad settings) or :class:`asrpriv.errors.InputError` (bad input, with file and line) -- never ``SystemExit``.
+:class:`asrpriv.errors.AsrprivError` (bad settings) or :class:`asrpriv.errors.InputError`
+(bad input, with file and line) -- never ``SystemExit``.
 
 Example::
 
