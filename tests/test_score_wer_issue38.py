@@ -289,3 +289,33 @@ def test_cli_and_library_entry_give_the_same_report(tmp_path):
                 "--seed", 4, "--bootstrap-unit", "client", "--holm")
     assert json.loads(json.dumps(report.as_dict())) == cli
     assert api.STEP_ENTRIES["score-wer"] == "asrpriv.wer.step:score_wer_files"
+
+
+def test_null_arcs_cost_a_thousandth_as_in_sclite(tmp_path):
+    """REF '{ b / @ } { @ / b a } { c a / @ }' against 'c': by 3/3/4 two paths cost 3, 'c a'
+    through two '@' (delete a) and the empty string through three '@' (insert c); sclite adds
+    0.001 per '@' passed (3.002 < 3.003), so it scores 'c a': 2 reference words, 1 correct,
+    1 deletion. Padded with 400 substituted words the same tie sits at a cost above 1,000,
+    where sclite's float32 sums cannot be trusted to keep the 0.001: refused there."""
+    from asrpriv.wer.alignment import SCLITE_WEIGHTS
+    from asrpriv.wer.network import _null_counts, parse_alternations, simplify
+    from rapidfuzz.distance import Levenshtein
+
+    text = "{ b / @ } { @ / b a } { c a / @ }"
+    _w, net = simplify(parse_alternations(text, None, 1))
+    cheapest = {}
+    for words, nulls in _null_counts(net).items():
+        cost = Levenshtein.distance(words, ("c",), weights=SCLITE_WEIGHTS)
+        cheapest.setdefault(cost, set()).add(nulls)
+    assert cheapest[3] == {2, 3}           # a 3/3/4 tie that only the '@' count breaks
+    ref = _trn(tmp_path / "ref.trn", {"s-u1": text})
+    hyp = _trn(tmp_path / "hyp.trn", {"s-u1": "c"})
+    out = _json("--ref", ref, "--hyp", hyp)
+    assert (out["ref_words"], out["correct"], out["deletions"], out["insertions"]) == (2, 1, 1, 0)
+    if peer.sctk_bin("sclite"):
+        s = peer.sclite(tmp_path, ref, [hyp])["hyp.trn"]["sum"]
+        assert {k: out[k] for k in peer.KEYS} == s
+    long_ref = _trn(tmp_path / "long.trn", {"s-u1": text + " x" * 400})
+    long_hyp = _trn(tmp_path / "longh.trn", {"s-u1": "c" + " y" * 400})
+    proc = run_proc(["score-wer", "--ref", long_ref, "--hyp", long_hyp])
+    assert_one_line_error(proc, "long.trn:1:", "float32")
