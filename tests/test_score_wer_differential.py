@@ -6,7 +6,7 @@ places where scorers differ: insertions and deletions at both edges of an uttera
 references and hypotheses, repeated words, letters with and without a case pair (A/a, É/é,
 Д/д), combining marks (``e`` + U+0301 beside the precomposed ``é``), Buckwalter letters (``}``
 inside and at the end of a word), slashes inside words, alternations ``{ a / b / @ }`` in the
-reference (and the reference's own alternations in a hypothesis), ``(optional)`` reference
+reference and in a hypothesis (also the reference's own), ``(optional)`` reference
 words with ``-D``, and long lines (the slow form). It
 compares what ``score-wer`` prints -- totals, S/D/I, per-speaker table, per-utterance
 ``--details`` counts and the sclite alignment path, and ``--compare``'s MAPSSWE segment count,
@@ -84,6 +84,10 @@ def systems(draw, long: bool = False):
             if "}" not in text[pos] and "/" not in text[pos]:
                 text[pos] = f"({text[pos]})"
         ref_text[utt] = " ".join(text)
+        if kind == "alternations" and b[utt] and draw(st.booleans()):  # a network hypothesis
+            pos = draw(st.integers(0, len(b[utt]) - 1))
+            alts = draw(st.lists(st.sampled_from(WORDS + ["@"]), min_size=1, max_size=2))
+            b[utt] = b[utt][:pos] + ["{ " + b[utt][pos] + " / " + " ".join(alts) + " }"] + b[utt][pos + 1:]
         if kind == "same-network":  # system A holds the reference's own alternations
             a[utt] = ref_text[utt].replace("{ ", "{").replace(" }", "}")
     return ref_text, a, b, kind
