@@ -15,7 +15,8 @@ files. An input ``score-wer`` refuses (exit 2) must be refused with one line nam
 listed in docs/FORMATS.md (ties between alternatives); anything else is a failure.
 
 The default run draws 30 examples (a few seconds); ``-m slow`` draws 10,000 and 300 with long
-lines (7.5 minutes together on the shared two-core machine, all passing at this commit). A failure prints hypothesis' falsifying example and a ``@reproduce_failure`` blob
+lines (7.5 minutes together on the shared two-core machine, all passing at this commit). A
+failure prints hypothesis' falsifying example and a ``@reproduce_failure`` blob
 (``print_blob``), and the files it wrote, so it can be replayed.
 """
 
