@@ -76,13 +76,13 @@ def test_alignments_agree_with_counts():
 
 @pytest.mark.parametrize("refs, hyps, needle", [
     (["a"], ["a", "b"], "refs and hyps differ in length (1 and 2)"),
-    ("a b", ["a b"], "refs: expected a list of strings or a dict"),
-    (["a"], "a", "hyps: expected a list of strings or a dict"),
+    (b"a b", ["a b"], "refs: expected a string, a list of strings or a dict"),
+    (["a"], 3, "hyps: expected a string, a list of strings or a dict"),
     (["a"], {"0": "a"}, "two lists or two dicts"),
-    (["a", 3], ["a", "b"], "refs['1']: expected a string, got int"),
+    (["a", 3], ["a", "b"], "refs['1']: expected a string or a list of words, got int"),
     ({"u": "a"}, {"v": "a"}, "hyps: id 'v' is not in refs"),
     ([], [], "refs: empty"),
-    (None, ["a"], "refs: expected a list of strings or a dict"),
+    (None, ["a"], "refs: missing"),
 ])
 def test_errors_name_the_argument(refs, hyps, needle):
     with pytest.raises(AsrprivError) as err:

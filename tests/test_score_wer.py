@@ -47,7 +47,7 @@ def test_hand_worked_counts_and_jiwer(tmp_path):
     j = jiwer.process_words(["a b c d", "the cat sat", "x"], ["a x c d e", "the cat sat", "y"])
     assert j.substitutions + j.deletions + j.insertions == out["errors"]
     assert out["wer"] == pytest.approx(100 * j.wer)
-    assert out["signature"] == "case:lc|strip:none|align:sclite|version:0.1.0"
+    assert out["signature"] == "case:sclite|strip:none|align:sclite|version:0.1.0"
 
 
 def test_one_character_lines_are_not_dropped(tmp_path):

@@ -107,12 +107,14 @@ EQUAL = {
                "--encoding", "gb2312"], BASE / "test6.raw"),
     "test15_a": (["--ref", SCTK / "test.cantonese.stm", "--hyp", SCTK / "test.cantonese.ctm"],
                  BASE / "test15_a.raw"),
-    "test15_c": (["--ref", SCTK / "test.turkish.ref", "--hyp", SCTK / "test.turkish.hyp"],
-                 BASE / "test15_c.raw"),
-    "test15_d": (["--ref", SCTK / "test.ukranian.ref", "--hyp", SCTK / "test.ukranian.hyp"],
-                 BASE / "test15_d.raw"),
-    "test17": (["--ref", SCTK / "test.vietnamese.ref.trn", "--hyp", SCTK / "test.vietnamese.hyp.trn"],
-               BASE / "test17.raw"),
+    # sclite's language localizations (babel_turkish, ukrainian, babel_vietnamese) fold their
+    # letters beside A-Z: --case-folding unicode folds those (and every other letter)
+    "test15_c": (["--ref", SCTK / "test.turkish.ref", "--hyp", SCTK / "test.turkish.hyp",
+                  "--case-folding", "unicode"], BASE / "test15_c.raw"),
+    "test15_d": (["--ref", SCTK / "test.ukranian.ref", "--hyp", SCTK / "test.ukranian.hyp",
+                  "--case-folding", "unicode"], BASE / "test15_d.raw"),
+    "test17": (["--ref", SCTK / "test.vietnamese.ref.trn", "--hyp", SCTK / "test.vietnamese.hyp.trn",
+                "--case-folding", "unicode"], BASE / "test17.raw"),
     "test16_2": (["--ref", SCTK / "stm2ctm_missing.ref.stm",
                   "--hyp", SCTK / "stm2ctm_missing.hyp-missall.ctm"], BASE / "test16_2.raw"),
     "test16_6": (["--ref", SCTK / "stm2ctm_missing.ref.stm",
@@ -128,6 +130,35 @@ def test_scored_equal_to_sclite(case):
     code, out, err = score(*args)
     assert code == 0, err
     assert counts(out) == raw_sum(expected)
+
+
+#: sclite 2.4.10 (Debian's sctk) with plain ``-e utf-8`` (and with generic or any localization
+#: other than the file's own): Sum rows (#Snt #Wrd | Corr Sub Del Ins Err S.Err), copied from
+#: its .raw reports. It folds A-Z only, so Cyrillic and Vietnamese capitals stay different words.
+SCLITE_GENERIC_UTF8 = {
+    "ukrainian": ((SCTK / "test.ukranian.ref", SCTK / "test.ukranian.hyp"),
+                  dict(sentences=6, ref_words=66, correct=53, substitutions=13, deletions=0,
+                       insertions=2)),  # 15 errors
+    "vietnamese": ((SCTK / "test.vietnamese.ref.trn", SCTK / "test.vietnamese.hyp.trn"),
+                   dict(sentences=8, ref_words=760, correct=604, substitutions=20, deletions=136,
+                        insertions=208)),
+}
+
+
+@pytest.mark.parametrize("case", sorted(SCLITE_GENERIC_UTF8))
+def test_default_case_folding_is_sclites(case, tmp_path):
+    """Issue 38: the default folds A-Z only, as sclite -e utf-8 does (15 errors on SCTK's
+    Ukrainian test where full Unicode folding counts 9; Vietnamese 364, not 344)."""
+    (ref, hyp), expected = SCLITE_GENERIC_UTF8[case]
+    code, out, err = score("--ref", ref, "--hyp", hyp)
+    assert code == 0, err
+    assert counts(out) == expected
+    assert out["signature"].startswith("case:sclite|")
+    if SCLITE is not None:  # the installed sclite says the same
+        subprocess.run([SCLITE, "-r", str(ref), "trn", "-h", str(hyp), "trn", "-i", "spu_id",
+                        "-e", "utf-8", "-o", "rsum", "-O", str(tmp_path), "-f", "0", "-n", "peer"],
+                       check=True, capture_output=True)
+        assert raw_sum(tmp_path / "peer.raw") == expected
 
 
 def test_csrnab_every_utterance_equals_test1_pra(tmp_path):

@@ -9,8 +9,9 @@ imports neither click nor torch nor numpy; functions that need them import them 
 
 Conventions (as in ``docs/FORMATS.md``): counts are pseudo-counts (kernel-weighted or plain
 word counts); factors and scores are natural logs; ARPA files hold log10 values; WER is in
-percent. Errors are :class:`asrpriv.errors.AsrprivError` (bad settings) or
-:class:`asrpriv.errors.InputError` (bad input, with file and line) -- never ``SystemExit``.
+percent (``api.wer`` alone returns a fraction, as ``jiwer.wer``). Errors are
+:class:`asrpriv.errors.AsrprivError` (bad settings) or :class:`asrpriv.errors.InputError`
+(bad input, with file and line) -- never ``SystemExit``.
 
 Example::
 
@@ -28,16 +29,17 @@ from __future__ import annotations
 import os
 import tempfile
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from asrpriv.errors import AsrprivError, InputError
+from asrpriv.wer.functions import UtteranceAlignment, WerResult, score_wer, wer  # noqa: F401
 
 __all__ = [
     "AsrprivError", "InputError",
     "Counts", "WerResult", "UtteranceAlignment", "NoiseResult", "Hypothesis", "Utterance",
     "read_counts", "write_counts", "read_factors", "write_factors", "read_nbest",
     "count_text", "count_nbest", "aggregate_counts", "add_laplace_noise",
-    "fma_factors", "fma_adapt_arpa", "rescore_nbest", "score_wer", "privacy_epsilon",
+    "fma_factors", "fma_adapt_arpa", "rescore_nbest", "score_wer", "wer", "privacy_epsilon",
     "STEP_ENTRIES",
     "ScoredHypothesis", "score_hypotheses",
 ]
@@ -67,6 +69,7 @@ STEP_ENTRIES: dict[str, str] = {
     "pick-best": "asrpriv.io.select:pick_best",
     "audit-items": "asrpriv.audit.subsets:audit_items",
     "fmp-rounds": "asrpriv.federated.fmp:fmp_rounds",
+    "score-wer": "asrpriv.wer.step:score_wer_files",
     # the Flower steps' entries live in the optional package asrpriv_flower, which nothing in
     # asrpriv imports (not re-exported below: import them from there)
     "fl-fmp": "asrpriv_flower.fmp:simulate_fmp",
@@ -117,6 +120,9 @@ _LAZY: dict[str, str] = {
     "AuditItemsSettings": "asrpriv.audit.subsets:AuditItemsSettings",
     "AuditItems": "asrpriv.audit.subsets:AuditItems",
     "fmp_rounds": "asrpriv.federated.fmp:fmp_rounds",
+    "score_wer_files": "asrpriv.wer.step:score_wer_files",
+    "ScoreWerSettings": "asrpriv.wer.step:ScoreWerSettings",
+    "holm_adjust": "asrpriv.stats.multiple:holm_adjust",
     "FmpRoundsSettings": "asrpriv.federated.fmp:FmpRoundsSettings",
     "FmpSettings": "asrpriv.federated.fmp:FmpSettings",
     "FmpRoundsResult": "asrpriv.federated.fmp:FmpRoundsResult",
@@ -196,76 +202,6 @@ class Counts:
         """Total pure-DP epsilon of the releases in the history (None: no noise)."""
         value = self.meta.get("epsilon")
         return float(value) if value not in (None, "") else None
-
-
-@dataclass
-class UtteranceAlignment:
-    """One utterance's word alignment, as sclite makes it (``score-wer --details``).
-
-    ``ops``: ``(op, ref_index, hyp_index)`` in order; ``op`` is ``C`` (hit), ``S``, ``D`` or
-    ``I``; an index is -1 on the side that has no word (``D``: hypothesis, ``I``: reference).
-    ``ref``/``hyp`` are the words as compared (after case folding).
-    """
-
-    id: str
-    ref: list[str]
-    hyp: list[str]
-    ops: list[tuple[str, int, int]]
-
-    def count(self, op: str) -> int:
-        """Number of ``op`` (``C``, ``S``, ``D`` or ``I``) steps."""
-        return sum(1 for o, _r, _h in self.ops if o == op)
-
-    def pairs(self) -> list[tuple[str, str | None, str | None]]:
-        """``(op, ref_word or None, hyp_word or None)`` per step."""
-        return [(o, self.ref[r] if r >= 0 else None, self.hyp[h] if h >= 0 else None)
-                for o, r, h in self.ops]
-
-
-@dataclass
-class WerResult:
-    """Word error counts (sclite's alignment: insertion/deletion cost 3, substitution 4).
-
-    ``wer`` is in percent: 100 (S + D + I) / N, N = ``ref_words`` = hits + S + D.
-    ``signature`` says how it was computed (sacrebleu-style ``key:value|...``: case folding,
-    punctuation, alignment, version), as ``score-wer`` prints it. ``alignments`` (computed
-    on first use) holds every reference utterance's :class:`UtteranceAlignment`, in reference
-    order.
-    """
-
-    wer: float | None
-    substitutions: int
-    deletions: int
-    insertions: int
-    ref_words: int
-    sentences: int
-    sentence_errors: int
-    missing_hypotheses: list[str] = field(default_factory=list)
-    signature: str = ""
-    _words: tuple = field(default=((), {}, {}), repr=False, compare=False)
-
-    @property
-    def errors(self) -> int:
-        return self.substitutions + self.deletions + self.insertions
-
-    @property
-    def hits(self) -> int:
-        """Reference words matched exactly: N - S - D."""
-        return self.ref_words - self.substitutions - self.deletions
-
-    @property
-    def alignments(self) -> list[UtteranceAlignment]:
-        """Per-utterance sclite alignments (computed once, on first use)."""
-        cached = self.__dict__.get("_alignments")
-        if cached is None:
-            from asrpriv.wer.alignment import sclite_align
-
-            ids, refs, hyps = self._words
-            cached = [UtteranceAlignment(u, refs[u], hyps.get(u, []),
-                                         sclite_align(refs[u], hyps.get(u, [])))
-                      for u in ids]
-            self.__dict__["_alignments"] = cached
-        return cached
 
 
 @dataclass
@@ -619,88 +555,6 @@ def score_hypotheses(hypotheses: Sequence[str | Sequence[str]],
 
 
 # ---------------------------------------------------------------------------- scoring
-
-def score_wer(refs: Sequence[str] | Mapping[str, str], hyps: Sequence[str] | Mapping[str, str],
-              lowercase: bool = True, strip_punct: bool = False,
-              allow_extra: bool = False) -> WerResult:
-    """WER of ``hyps`` against ``refs`` (``score-wer``), from parallel lists or from dicts.
-
-    Args:
-        refs, hyps: two lists of the same length (utterance ``i`` of one against utterance
-            ``i`` of the other; ids are ``"0"``, ``"1"``, ...), or two dicts ``utt_id -> text``
-            matched by id. Words are white-space separated.
-        lowercase: fold case (as ``score-wer`` and sclite do by default).
-        strip_punct: remove punctuation at both edges of every word.
-        allow_extra: with dicts, ignore ``hyps`` ids that are not in ``refs``.
-
-    A reference without hypothesis (dicts) counts as all deletions and is listed in
-    ``missing_hypotheses``. Counts equal sclite's and the CLI's. Errors are
-    :class:`AsrprivError` naming the argument (``refs``, ``hyps``).
-
-    Examples:
-
-    >>> from asrpriv import api
-    >>> r = api.score_wer(["the cat sat", "a b"], ["the hat sat down", "a b"])
-    >>> round(r.wer, 2), r.hits, r.substitutions, r.deletions, r.insertions
-    (40.0, 4, 1, 0, 1)
-    >>> r.alignments[0].pairs()
-    [('C', 'the', 'the'), ('S', 'cat', 'hat'), ('C', 'sat', 'sat'), ('I', None, 'down')]
-    >>> r.signature.split("|")[:3]
-    ['case:lc', 'strip:none', 'align:sclite']
-    >>> api.score_wer({"u1": "a b c"}, {"u1": "a x c"}).substitutions
-    1
-    >>> api.score_wer(["a"], ["a", "b"])
-    Traceback (most recent call last):
-    ...
-    asrpriv.errors.AsrprivError: refs and hyps differ in length (1 and 2); pass two lists of the same length, or two dicts
-    """
-    from asrpriv.wer.report import score
-    from asrpriv.wer.transcripts import Normalizer, Transcript
-
-    normalizer = Normalizer(lowercase=lowercase, strip_punct=strip_punct)
-    ref_texts, hyp_texts = _wer_inputs(refs, hyps)
-
-    def transcript(texts: dict[str, str], name: str) -> Transcript:
-        words = {}
-        for u, t in texts.items():
-            if not isinstance(t, str):
-                raise AsrprivError(f"{name}[{u!r}]: expected a string, got {type(t).__name__}")
-            words[u] = normalizer.words(normalizer.line(t).split())
-        return Transcript(name, "api", words, {u: i + 1 for i, u in enumerate(words)})
-
-    ref = transcript(ref_texts, "refs")
-    hyp = transcript(hyp_texts, "hyps")
-    if not ref.words:
-        raise AsrprivError("refs: empty (expected at least one utterance)")
-    extra = [u for u in hyp.words if u not in ref.words]
-    if extra and not allow_extra:
-        raise AsrprivError(f"hyps: id {extra[0]!r} is not in refs ({len(extra)} such ids; "
-                           "allow_extra=True ignores them)")
-    report = score(ref, hyp, normalizer, allow_extra=allow_extra)
-    t = report.totals
-    return WerResult(t.wer, t.substitutions, t.deletions, t.insertions, t.ref_words,
-                     t.sentences, t.sentence_errors, list(report.missing_hyp),
-                     report.signature, (list(ref.words), ref.words, hyp.words))
-
-
-def _wer_inputs(refs, hyps) -> tuple[dict[str, str], dict[str, str]]:
-    """Both inputs as ``id -> text`` dicts; AsrprivError naming the argument otherwise."""
-    for name, value in (("refs", refs), ("hyps", hyps)):
-        if isinstance(value, (str, bytes)):
-            raise AsrprivError(f"{name}: expected a list of strings or a dict id -> text, "
-                               f"got a single {type(value).__name__}")
-        if not isinstance(value, (Mapping, Sequence)):
-            raise AsrprivError(f"{name}: expected a list of strings or a dict id -> text, "
-                               f"got {type(value).__name__}")
-    if isinstance(refs, Mapping) != isinstance(hyps, Mapping):
-        raise AsrprivError("refs and hyps: pass two lists or two dicts, not one of each")
-    if isinstance(refs, Mapping):
-        return {str(u): t for u, t in refs.items()}, {str(u): t for u, t in hyps.items()}
-    if len(refs) != len(hyps):
-        raise AsrprivError(f"refs and hyps differ in length ({len(refs)} and {len(hyps)}); "
-                           "pass two lists of the same length, or two dicts")
-    return {str(i): t for i, t in enumerate(refs)}, {str(i): t for i, t in enumerate(hyps)}
-
 
 @_named_errors
 def privacy_epsilon(noise_multiplier: float, sample_rate: float, rounds: int,

@@ -26,13 +26,12 @@ Two ways to align, with the same result wherever it matters:
   of w columns instead of the (n+1)(m+1) byte table: a 30,000-word line takes tens of MB,
   not 0.9 GB).
 
-Known difference with sclite: alignments with the same sclite cost ``3 E + S`` can still
-split it differently (two substitutions more and one deletion/insertion pair less keeps E; in
-principle even E can differ, one error more for three substitutions less). Where the fast
-path's unit alignment ties with sclite's in cost but not in back-trace, its S/D/I split (and,
-very rarely, E) may differ from sclite's. The tests check that the totals and the split agree
-with sclite on the bundled data. Per-word alignments (``--details``, ``--compare``) always
-use :func:`sclite_align` and agree with sclite word for word.
+Where several sclite-optimal alignments exist with different counts (same cost ``3 E + S``,
+e.g. one error more and three substitutions less), the fast path hands the utterance to
+:func:`sclite_align`, whose back-trace is sclite's; so counts equal sclite's (checked by
+tests/test_score_wer_differential.py against sclite itself). Per-word alignments
+(``--details``, ``--compare``) always use :func:`sclite_align` and agree with sclite word for
+word.
 """
 
 from __future__ import annotations
@@ -98,8 +97,16 @@ def _forced_counts(ref: Sequence, hyp: Sequence, n: int, m: int,
 
 
 def _aligned_counts(ref: Sequence, hyp: Sequence) -> tuple[int, int, int]:
-    """Counts of a unit-weight alignment (RapidFuzz editops), re-aligned with sclite's weights
-    where its sclite cost ``3 E + S`` is not optimal."""
+    """Counts of a unit-weight alignment (RapidFuzz editops) when they are sclite's, else of
+    sclite's alignment (:func:`_sclite_counts`).
+
+    With E errors and S substitutions in a unit-optimal alignment, every alignment of sclite
+    cost ``3 E + S`` has the same counts when S <= 2 (one with E errors has S of the same
+    parity, since D - I is fixed; one with more errors costs at least 3 more) -- provided the
+    cost is optimal, which for S = 2 RapidFuzz's weighted distance checks (S <= 1 is always
+    optimal). With S >= 3 an alignment with one error more and three substitutions less costs
+    the same, and sclite's back-trace decides: those are aligned by :func:`_sclite_counts`.
+    """
     subs = dels = ins = 0
     for op in Levenshtein.editops(ref, hyp):
         tag = op.tag
@@ -109,7 +116,11 @@ def _aligned_counts(ref: Sequence, hyp: Sequence) -> tuple[int, int, int]:
             dels += 1
         else:
             ins += 1
-    if subs >= 2:          # (the bound of _forced_counts is not reached: checked by the callers)
+    if subs >= 3:
+        # another alignment may cost the same with one error more and three substitutions
+        # less (3 E + S unchanged); which one sclite reports is its back-trace's choice
+        return _sclite_counts(ref, hyp)
+    if subs == 2:          # (the bound of _forced_counts is not reached: checked by the callers)
         if (len(ref) + 1) * (len(hyp) + 1) > LARGE_CELLS:
             # RapidFuzz's weighted distance is a full O(n m) programme here; the banded
             # sclite alignment costs about the same and is exact, so use it directly

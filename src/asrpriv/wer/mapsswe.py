@@ -77,7 +77,7 @@ def split_segments(p1: Sequence[Step], p2: Sequence[Step], segs: Segments,
     eog1 = eog2 = 0
     state = "b"
     num_good = 0
-    while i1 < n1:
+    while i1 < n1 or i2 < n2:
         while i1 < n1 and p1[i1][0] == "I":
             i1 += 1
             state = "e"

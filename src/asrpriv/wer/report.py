@@ -328,21 +328,9 @@ def write_text(report: WerReport, out: IO[str]) -> None:
               + (f" ({_ids(report.missing_hyp)})" if report.missing_hyp else "") + "\n")
     if report.extra_hyp:
         out.write(f"Extra hypotheses ignored: {len(report.extra_hyp)} ({_ids(report.extra_hyp)})\n")
-    c = report.compare
-    if c is not None:
-        wa = "n/a" if c["wer_a"] is None else f"{c['wer_a']:.2f}"
-        wb = "n/a" if c["wer_b"] is None else f"{c['wer_b']:.2f}"
-        verdict = "no"
-        if c["significant"]:
-            verdict = f"yes, {'A' if c['better'] == 'a' else 'B'} has fewer errors"
-        out.write("\nMatched-pair sentence-segment word error test (MAPSSWE, as sc_stats)\n")
-        out.write(f"  A: {report.hyp_name}  WER {wa}%  ({c['errors_a']} errors)\n")
-        out.write(f"  B: {c['system_b']}  WER {wb}%  ({c['errors_b']} errors)\n")
-        out.write(f"  segments {c['segments']} (min {c['min_good']} correct boundary words),"
-                  f" % error in segments {c['seg_pct_a']:.2f} {c['seg_pct_b']:.2f}\n")
-        out.write(f"  mean(A-B) {c['mean']:.3f}  sd {c['sd']:.3f}  Z {c['z']:.3f}"
-                  f"  p {c['p_value']:.4g}\n")
-        out.write(f"  significant at alpha={c['alpha']:g}: {verdict}\n")
+    comparisons = report.extra.get("comparisons") or ([report.compare] if report.compare else [])
+    for k, c in enumerate(comparisons):
+        _write_comparison(report, c, k, out)
     b = report.extra.get("bootstrap")
     if b is not None:
         out.write(f"\nBootstrap {100 * b['level']:g}% percentile intervals ({b['resamples']} resamples of "
@@ -351,6 +339,44 @@ def write_text(report: WerReport, out: IO[str]) -> None:
         if b.get("diff") is not None:
             out.write(f"  WER(A) - WER(B) {b['diff']:+.2f}  [{b['diff_low']:+.2f}, {b['diff_high']:+.2f}]"
                       " (paired)\n")
+
+
+def _write_comparison(report: WerReport, c: dict, k: int, out: IO[str]) -> None:
+    """The MAPSSWE block of one system B (and its per-unit table and Holm's p, when present)."""
+    wa = "n/a" if c["wer_a"] is None else f"{c['wer_a']:.2f}"
+    wb = "n/a" if c["wer_b"] is None else f"{c['wer_b']:.2f}"
+    verdict = "no"
+    if c["significant"]:
+        verdict = f"yes, {'A' if c['better'] == 'a' else 'B'} has fewer errors"
+    label = "B" if k == 0 else f"B{k + 1}"
+    out.write("\nMatched-pair sentence-segment word error test (MAPSSWE, as sc_stats)\n")
+    out.write(f"  A: {report.hyp_name}  WER {wa}%  ({c['errors_a']} errors)\n")
+    out.write(f"  {label}: {c['system_b']}  WER {wb}%  ({c['errors_b']} errors)\n")
+    out.write(f"  segments {c['segments']} (min {c['min_good']} correct boundary words),"
+              f" % error in segments {c['seg_pct_a']:.2f} {c['seg_pct_b']:.2f}\n")
+    out.write(f"  mean(A-B) {c['mean']:.3f}  sd {c['sd']:.3f}  Z {c['z']:.3f}"
+              f"  p {c['p_value']:.4g}\n")
+    out.write(f"  significant at alpha={c['alpha']:g}: {verdict}\n")
+    if "p_holm" in c:
+        holm = "yes" if c["significant_holm"] else "no"
+        out.write(f"  Holm-adjusted p {c['p_holm']:.4g} (family of {c['holm_family']} tests):"
+                  f" significant {holm}\n")
+    units = c.get("units")
+    if units is not None:
+        out.write(f"  per {units['unit']}: {units['improve']} improve (A fewer errors), "
+                  f"{units['worsen']} worsen, {units['tie']} tie of {units['units']}; "
+                  f"sign test p {units['sign_test_p']:.4g}"
+                  + (f" (Holm {units['sign_test_p_holm']:.4g})" if "sign_test_p_holm" in units else "")
+                  + "\n")
+        width = max([len(units["unit"])] + [len(str(r[units["unit"]])) for r in units["rows"]])
+        out.write(f"    {units['unit']:<{width}}  {'# Wrd':>7}  {'WER A':>6}  {'WER B':>6}  change\n")
+        for r in units["rows"]:
+            out.write(f"    {r[units['unit']]:<{width}}  {r['ref_words']:7d}  {_pct(r['wer_a'])}"
+                      f"  {_pct(r['wer_b'])}  {r['change']}\n")
+    b = c.get("bootstrap_diff")
+    if b is not None:
+        out.write(f"  WER(A) - WER({label}) {b['diff']:+.2f}  [{b['diff_low']:+.2f}, "
+                  f"{b['diff_high']:+.2f}] (paired bootstrap)\n")
 
 
 def write_details(report: WerReport, ref: Transcript, hyp: Transcript, out: IO[str]) -> None:

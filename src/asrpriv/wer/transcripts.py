@@ -18,11 +18,24 @@ from asrpriv.io.trn import parse_trn_text
 FORMATS = ("auto", "kaldi", "trn", "nemo")
 
 
+#: sclite's case folding (SCTK ``sclite -e`` generic, every encoding): A-Z to a-z only
+ASCII_LOWER = {c: c + 32 for c in range(0x41, 0x5B)}
+
+#: ``Normalizer.case`` values
+CASE_FOLDINGS = ("sclite", "unicode")
+
+
 @dataclass(frozen=True)
 class Normalizer:
     """How words are compared.
 
-    ``lowercase``: fold case (``str.lower``), as sclite does unless given ``-s``.
+    ``lowercase``: fold case, as sclite does unless given ``-s``. ``case`` says which letters:
+    ``"sclite"`` (the default) folds the 26 ASCII letters A-Z only, as sclite 2.4 does in
+    every encoding (its default 8-bit ASCII, ``-e utf-8``, ``gb``, ``euc``; checked with
+    Debian's sclite: ``É/é``, ``Д/д``, ``Ģ/ģ``, ``Σ/σ``, fullwidth ``Ａ/ａ`` stay apart);
+    ``"unicode"`` folds every letter (``str.lower``), as no sclite setting does (its
+    ``babel_turkish`` and ``babel_vietnamese`` localizations fold A-Z and their language's
+    letters only).
     ``strip_punct``: remove Unicode punctuation (categories P*) from both edges of every word
     (inner punctuation such as ``i'm`` or ``well-known`` is kept); words that were only
     punctuation disappear.
@@ -34,18 +47,29 @@ class Normalizer:
     lowercase: bool = True
     strip_punct: bool = False
     drop: frozenset = frozenset()
+    case: str = "sclite"
+
+    def __post_init__(self) -> None:
+        if self.case not in CASE_FOLDINGS:
+            raise ValueError(f"case folding {self.case!r}: expected one of {', '.join(CASE_FOLDINGS)}")
 
     def with_drop(self, tokens) -> "Normalizer":
         """This normalizer also dropping ``tokens`` (case-folded as the words are)."""
-        folded = frozenset(t.lower() for t in tokens) if self.lowercase else frozenset(tokens)
-        return Normalizer(self.lowercase, self.strip_punct, folded)
+        import dataclasses
+
+        return dataclasses.replace(self, drop=frozenset(self.line(t) for t in tokens))
 
     def signature(self) -> str:
-        sig = f"case:{'lc' if self.lowercase else 'mixed'}|strip:{'punct' if self.strip_punct else 'none'}"
+        """``case:sclite`` (A-Z folded), ``case:lc`` (every letter) or ``case:mixed``."""
+        case = ("lc" if self.case == "unicode" else "sclite") if self.lowercase else "mixed"
+        sig = f"case:{case}|strip:{'punct' if self.strip_punct else 'none'}"
         return sig + (f"|drop:{len(self.drop)}" if self.drop else "")
 
     def line(self, text: str) -> str:
-        return text.lower() if self.lowercase else text
+        """``text`` case-folded (:attr:`case`), or unchanged without :attr:`lowercase`."""
+        if not self.lowercase:
+            return text
+        return text.lower() if self.case == "unicode" else text.translate(ASCII_LOWER)
 
     def words(self, words: list[str]) -> list[str]:
         if self.drop:
@@ -239,7 +263,7 @@ def _read(path: str | None, fmt: str, normalizer: Normalizer, field: str = "text
             if not line.strip() or line.lstrip().startswith(";;"):
                 continue
             utt_id, text = parse_trn_text(line, path, lineno)
-            if "{" in text or "}" in text:
+            if "{" in text:  # '}' alone is a letter (Buckwalter), as sclite reads it
                 if optional_deletable:
                     raise InputError(path, lineno, "alternations { a / b } together with -D "
                                      "(optionally deletable words) are not supported")
@@ -248,7 +272,7 @@ def _read(path: str | None, fmt: str, normalizer: Normalizer, field: str = "text
                 segments = parse_alternations(text, path, lineno, hypothesis=not alternations)
 
                 def fold(ws: list[str]) -> list[str]:
-                    ws = [w.lower() for w in ws] if lower else ws
+                    ws = [normalizer.line(w) for w in ws] if lower else ws
                     return normalizer.words(ws) if strip else ws
 
                 toks, network = simplify(segments, fold)
@@ -264,7 +288,7 @@ def _read(path: str | None, fmt: str, normalizer: Normalizer, field: str = "text
                 if "@" in toks:
                     toks = [w for w in toks if w != "@"]
                 if lower:
-                    toks = [w.lower() for w in toks]
+                    toks = [normalizer.line(w) for w in toks]
                 flags = None
                 if optional_deletable and "(" in text:
                     flags = [len(w) > 2 and w[0] == "(" and w[-1] == ")" for w in toks]
@@ -292,7 +316,7 @@ def _read(path: str | None, fmt: str, normalizer: Normalizer, field: str = "text
                 raise InputError(path, lineno, "looks like an sclite alternation { a / b }: "
                                  "alternations are read from trn files (word ... (utt_id)), "
                                  "not scored as words here")
-            toks = (rest.lower() if lower else rest).split()
+            toks = normalizer.line(rest).split()
             if strip:
                 toks = normalizer.words(toks)
             utt_id = _key(utt_id, fold_ids)
