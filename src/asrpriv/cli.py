@@ -201,8 +201,13 @@ def run_step(step: str, args: list[str]) -> None:
         raise AsrprivError(f"{step}: {err.format_message()}") from None
 
 
+#: exit status of a step stopped by Ctrl-C (SIGINT): 128 + 2, as a shell reports it
+EXIT_INTERRUPTED = 130
+
+
 class Terminated(BaseException):
-    """SIGTERM/SIGHUP arrived: unwinds the step (so atomic outputs remove their temp files)."""
+    """SIGINT/SIGTERM/SIGHUP arrived: unwinds the step (so atomic outputs remove their temp
+    files and leave the target as it was)."""
 
     def __init__(self, signum: int) -> None:
         super().__init__(signum)
@@ -218,7 +223,10 @@ def main(argv: list[str] | None = None) -> None:
 
     SIGTERM and SIGHUP raise :class:`Terminated` (a BaseException, so no handler mistakes it
     for an error of the step); once the step has unwound and cleaned up, the process ends
-    by the same signal, as a Unix tool killed by it would.
+    by the same signal, as a Unix tool killed by it would. SIGINT (Ctrl-C) unwinds the same
+    way and exits with status 130 (not click's "Aborted!" and 1): ``-o FILE`` is left as it was
+    and no temporary file survives. Where SIGINT was ignored when the process started (a
+    background job of a non-interactive shell), it stays ignored.
     """
     import os
 
@@ -230,9 +238,13 @@ def main(argv: list[str] | None = None) -> None:
     for name in ("SIGTERM", "SIGHUP"):
         if hasattr(signal, name):
             signal.signal(getattr(signal, name), _raise_terminated)
+    if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+        signal.signal(signal.SIGINT, _raise_terminated)
     try:
         cli.main(args=argv, prog_name="asrpriv")
     except Terminated as stop:
+        if stop.signum == signal.SIGINT:
+            sys.exit(EXIT_INTERRUPTED)
         signal.signal(stop.signum, signal.SIG_DFL)
         os.kill(os.getpid(), stop.signum)
         sys.exit(128 + stop.signum)

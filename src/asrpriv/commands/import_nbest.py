@@ -33,7 +33,8 @@ leaves:
 The mapping of each format is in docs/FORMATS.md ("Importing N-best lists").
 
 Nothing is written until the whole input has been read and checked (a first pass over
-PATH; PATH '-' cannot be read twice, so there only the first hypothesis is checked first).
+PATH; '-' as PATH, --manifest or --words is standard input, copied once to a temporary
+file first).
 If writing fails part-way all the same, a file given with -o is not created, and on
 standard output the stream ends with a '#asrpriv-aborted: ...' line that every N-best
 reader refuses, so 'import-nbest ... | rescore-nbest' fails too (scripts: set -o pipefail).

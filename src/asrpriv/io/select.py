@@ -412,8 +412,14 @@ def pick_lowest(candidates: list[tuple[str, str]], key: str) -> tuple[str, list[
             raise InputError(path, None, f"no finite number under {key!r}")
         values.append(float(value))
     best = min(range(len(values)), key=lambda i: (values[i], i))
-    edge = len(values) > 1 and best in (0, len(values) - 1)
-    return candidates[best][0], values, edge
+    return candidates[best][0], values, on_grid_edge(best, len(values))
+
+
+def on_grid_edge(position: int, size: int) -> bool:
+    """The grid-edge rule of every step that chooses on a grid (``pick-best``,
+    ``tune-weights``): the choice is the first or the last of two or more grid points, so
+    the optimum may lie beyond the grid."""
+    return size > 1 and position in (0, size - 1)
 
 
 @dataclass

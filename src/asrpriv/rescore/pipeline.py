@@ -359,6 +359,43 @@ class RescoreResult:
     dropped: int = 0  # non-word tokens dropped (drop_tokens)
     drop: frozenset = frozenset()
 
+    @property
+    def uses_nnlm(self) -> bool:
+        """Whether an NNLM score takes part (computed, or reused from the input)."""
+        return self.layout is not None and self.layout.has_nnlm
+
+    def _weights_text(self) -> str:
+        w = self.weights
+        share = f" nnlm_weight={w.nnlm_weight:g}" if self.uses_nnlm else ""
+        return f"lm_weight={w.lm_weight:g}{share} word_penalty={w.word_penalty:g}"
+
+    def notes(self, verbose: bool = False) -> list[str]:
+        """What ``rescore-nbest`` says on stderr, one line each: the counts and the weights
+        used (the NNLM's share only when an NNLM score takes part: no talk about components
+        not in use), untuned weights, the factors, a missing acoustic column."""
+        s = self.stats
+        lines = []
+        if self.layout is not None and verbose:
+            lines.append(f"rescore-nbest: {self.layout.describe()}")
+        note = (f"rescore-nbest: {s.utterances} utterances, {s.hypotheses} hypotheses; "
+                f"{self._weights_text()}")
+        if self.layout is not None and self.layout.compute_nnlm:
+            note += f"; NNLM OOV words (scored as <unk>): {s.nnlm_oov}"
+        if self.drop:
+            note += f"; non-word tokens dropped: {self.dropped}"
+        lines.append(note)
+        if self.untuned:
+            lines.append(f"rescore-nbest: score and rank use untuned default weights "
+                         f"({self._weights_text()}, the AMI first pass's): tune them for your "
+                         "LMs on held-out data with tune-weights (it reads this output) and pass "
+                         "--weights FILE (README, Quick start)")
+        if self.factors_summary is not None:
+            lines.append(f"rescore-nbest: {self.factors_summary}")
+        if self.layout is not None and self.layout.acoustic is None:
+            lines.append("rescore-nbest: no am_score or score column: the acoustic part is the "
+                         "rank prior -(rank-1); tune --lm-weight for such lists (tune-weights)")
+        return lines
+
 
 def check_rescore_settings(s: RescoreSettings) -> None:
     """The checks of rescore-nbest's settings that need no file."""

@@ -213,6 +213,33 @@ class TuneOutcome:
     lm_grid: list[float]
     nnlm_grid: list[float]
     penalty_grid: list[float]
+    #: whether the scores hold an NNLM column (w is tuned); without one w is not talked about
+    has_nnlm: bool = True
+
+    @property
+    def edge(self) -> list[str]:
+        """The weights whose chosen value lies on the edge of their grid (the rule of
+        :func:`asrpriv.io.select.on_grid_edge`, shared with ``pick-best``)."""
+        from asrpriv.io.select import on_grid_edge
+
+        w = self.result.weights
+        return [name for name, grid, value in (("lm_weight", self.lm_grid, w.lm_weight),
+                                               ("word_penalty", self.penalty_grid, w.word_penalty))
+                if value in grid and on_grid_edge(grid.index(value), len(grid))]
+
+    def summary(self) -> str:
+        """The line ``tune-weights`` says on stderr (no nnlm_weight without an NNLM score)."""
+        r, w = self.result, self.result.weights
+        share = f" nnlm_weight={w.nnlm_weight:g}" if self.has_nnlm else ""
+        return (f"tune-weights: {r.grid.size} grid points on {self.utterances} utterances: "
+                f"WER {r.wer:.2f}% (first pass {r.first_pass_wer:.2f}%) at "
+                f"lm_weight={w.lm_weight:g}{share} word_penalty={w.word_penalty:g}")
+
+    def edge_warning(self) -> str | None:
+        """The warning when a chosen weight lies on its grid's edge (else None)."""
+        edge = self.edge
+        return (f"best {' and '.join(edge)} on the edge of the grid: consider widening it"
+                if edge else None)
 
 
 def tune_weights(nbest: str, ref: str, lm_weights: str = "0:20:0.5",
@@ -253,4 +280,5 @@ def tune_weights(nbest: str, ref: str, lm_weights: str = "0:20:0.5",
     if output is not None:
         with open_output(output) as out:
             write_weights(out, result.weights, meta)
-    return TuneOutcome(result, len(data.utt_ids), lw, ws, wp)
+    return TuneOutcome(result, len(data.utt_ids), lw, ws, wp,
+                       has_nnlm=data.layout.nnlm_from is not None)

@@ -38,8 +38,9 @@ def import_nbest(source: str, path: str, output: str | None = "-", drop: frozens
                  ref_out: str | None = None, **options):
     """The ``import-nbest`` step: read ``path`` in format ``source``, write our N-best TSV.
 
-    The whole input is read and checked first (a pass that writes nothing; not for ``-``,
-    stdin cannot be read twice), then written to ``output`` (``-``/None = stdout; a file is
+    The whole input is read and checked first (a pass that writes nothing; ``-`` for the
+    input, the manifest or the word list is standard input, copied once into a temporary
+    file), then written to ``output`` (``-``/None = stdout; a file is
     atomic). A failure while writing to stdout ends the stream with
     :data:`asrpriv.io.nbest.ABORT_MARKER`. ``drop``: tokens removed from every text.
 
@@ -55,14 +56,19 @@ def import_nbest(source: str, path: str, output: str | None = "-", drop: frozens
 
     import os
 
-    if os.path.exists(path) and not os.path.isdir(path):  # read twice: never a FIFO
-        from asrpriv.io.lines import require_regular_file
+    from asrpriv.io.lines import require_regular_file, stdin_spooled
 
-        require_regular_file(path, "an N-best file to import")
     module = importer(source)
     with contextlib.ExitStack() as stack:
-        if path != "-":
-            write_table(module.read(path, **{**options, "ref_out": None}), _Discard(), drop)
+        # '-' (the N-best input, --manifest or --words) is standard input, copied once into
+        # a temporary file: every importer reads a regular file, checked in a first pass
+        path, manifest, words = stack.enter_context(stdin_spooled(
+            path, options.get("manifest"), options.get("words")))
+        options = {**options, "manifest": manifest, "words": words} if (
+            "manifest" in options or "words" in options) else options
+        if os.path.exists(path) and not os.path.isdir(path):  # read twice: never a FIFO
+            require_regular_file(path, "an N-best file to import")
+        write_table(module.read(path, **{**options, "ref_out": None}), _Discard(), drop)
         if ref_out is not None:
             options["ref_out"] = stack.enter_context(open_output(ref_out))
         table = module.read(path, **options)
