@@ -68,6 +68,13 @@ def case_aggregate(d, a, c):
     api.write_counts(str(a), api.aggregate_counts([str(d / "nb.counts"), str(d / "nb1.counts")]))
     _cli("aggregate", "-q", str(d / "nb.counts"), str(d / "nb1.counts"), "-o", str(c))
     _same(a, c)
+    # the step's one entry dispatches on its own (counts here; deltas: test_aggregate_deltas)
+    result = api.aggregate(api.AggregateSettings(inputs=[str(d / "nb.counts"), str(d / "nb1.counts")],
+                                                 output=str(a) + ".entry"))
+    assert result.mode == "counts"
+    _same(Path(str(a) + ".entry"), c)
+    with pytest.raises(api.AsrprivError, match="model deltas need"):
+        api.aggregate(api.AggregateSettings(inputs=[str(d / "nb.counts")], server="fedavg"))
 
 
 def case_add_noise(d, a, c):
@@ -251,6 +258,13 @@ def case_privacy_report(d, a, c):
                       "--rounds", "100", "--delta", "1e-5", "--json"])
     cli = json.loads(result.stdout)
     assert ours["epsilon_rdp"] == cli["epsilon_rdp"] and ours["epsilon_pld"] == cli["epsilon_pld"]
+    # a file: the entry's text is the CLI's stdout, its exit rule the CLI's exit status
+    report = api.privacy_report(api.PrivacyReportSettings(file=str(d / "nb.counts"),
+                                                          require_dp=True))
+    result = run_cli(["privacy-report", "--require-dp", str(d / "nb.counts")])
+    assert report.text == result.stdout and "NOT private" in report.text
+    assert report.exit_code == result.exit_code == 3
+    assert report.refusal in result.stderr
 
 
 def case_select_nbest(d, a, c):

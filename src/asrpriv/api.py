@@ -46,7 +46,7 @@ __all__ = [
 #: command turns argv into the entry's settings; the names below re-export the entries.
 STEP_ENTRIES: dict[str, str] = {
     "count-unigrams": "asrpriv.unigram.driver:count_unigrams",
-    "aggregate": "asrpriv.unigram.aggregate:aggregate_files",
+    "aggregate": "asrpriv.federated.aggregate_step:aggregate",
     "add-noise": "asrpriv.unigram.noise:add_noise_counts",
     "fma-adapt": "asrpriv.unigram.fma:fma_factors_files",
     "rescore-nbest": "asrpriv.rescore.pipeline:rescore_nbest",
@@ -67,6 +67,7 @@ STEP_ENTRIES: dict[str, str] = {
     "pick-best": "asrpriv.io.select:pick_best",
     "audit-items": "asrpriv.audit.subsets:audit_items",
     "fmp-rounds": "asrpriv.federated.fmp:fmp_rounds",
+    "privacy-report": "asrpriv.privacy.report:privacy_report",
     # the Flower steps' entries live in the optional package asrpriv_flower, which nothing in
     # asrpriv imports (not re-exported below: import them from there)
     "fl-fmp": "asrpriv_flower.fmp:simulate_fmp",
@@ -82,6 +83,12 @@ _LAZY: dict[str, str] = {
     "LaplaceSettings": "asrpriv.unigram.noise:LaplaceSettings",
     "add_noise_delta": "asrpriv.federated.local_noise:noise_delta_file",
     "aggregate_files": "asrpriv.unigram.aggregate:aggregate_files",
+    "aggregate": "asrpriv.federated.aggregate_step:aggregate",
+    "AggregateSettings": "asrpriv.federated.aggregate_step:AggregateSettings",
+    "AggregateResult": "asrpriv.federated.aggregate_step:AggregateResult",
+    "privacy_report": "asrpriv.privacy.report:privacy_report",
+    "PrivacyReportSettings": "asrpriv.privacy.report:PrivacyReportSettings",
+    "PrivacyReport": "asrpriv.privacy.report:PrivacyReport",
     "fma_factors_files": "asrpriv.unigram.fma:fma_factors_files",
     "adapt_arpa_file": "asrpriv.ngram.fma_file:adapt_arpa_file",
     "RescoreSettings": "asrpriv.rescore.pipeline:RescoreSettings",
