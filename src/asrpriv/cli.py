@@ -13,7 +13,7 @@ import sys
 import click
 
 from asrpriv import __version__
-from asrpriv.errors import AsrprivError, InternalError
+from asrpriv.errors import AsrprivError, InternalError, cli_flag, spelled
 
 #: step name -> "module:attribute" of its click command, and its one-line summary
 #: (kept here so that ``asrpriv --help`` lists steps without importing them).
@@ -100,7 +100,8 @@ class LazyGroup(click.Group):
 
     def invoke(self, ctx: click.Context):
         try:
-            return super().invoke(ctx)
+            with spelled(_flag_of):
+                return super().invoke(ctx)
         except AsrprivError as err:
             err.prog = f"asrpriv {ctx.invoked_subcommand or ''}".strip()
             if ctx.meta.get("asrpriv.verbose"):
@@ -128,6 +129,19 @@ class LazyGroup(click.Group):
                                     "(run with --verbose for a traceback)")
             wrapped.prog = f"asrpriv {ctx.invoked_subcommand or ''}".strip()
             raise StepFailed(wrapped) from None
+
+
+def _flag_of(argument: str) -> str:
+    """How the running step's messages name a library argument (:func:`asrpriv.errors.arg`):
+    by the step's flag where one of its options carries the argument's name (``--from`` for
+    ``source``), else ``--name-with-dashes``. The one place where arguments become flags."""
+    ctx = click.get_current_context(silent=True)
+    for param in getattr(getattr(ctx, "command", None), "params", ()):
+        if isinstance(param, click.Option) and param.name == argument:
+            longs = [o for o in param.opts if o.startswith("--")]
+            if longs:
+                return longs[0]
+    return cli_flag(argument)
 
 
 class StepFailed(click.ClickException):

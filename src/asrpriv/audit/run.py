@@ -6,7 +6,7 @@ import json
 import random
 from dataclasses import dataclass, field
 
-from asrpriv.errors import AsrprivError, InputError
+from asrpriv.errors import AsrprivError, InputError, arg
 from asrpriv.audit.labels import read_labels
 from asrpriv.io.lines import iter_lines
 
@@ -76,12 +76,12 @@ def run_audit(request: AuditRequest, progress=None) -> dict:
     elif method == "kmeans":
         k = request.clusters or 2
         if not 1 <= k <= n:
-            raise AsrprivError(f"--clusters must be between 1 and the number of items ({n})")
+            raise AsrprivError(f"{arg('clusters')} must be between 1 and the number of items ({n})")
         assignment = clustering.kmeans_clusters(geometry.embedding(), k, request.seed)
     else:
         size = request.size or 4
         if request.clusters:
-            raise AsrprivError(f"--method {method} makes clusters of a fixed --size, not --clusters")
+            raise AsrprivError(f"{arg('method')} {method} makes clusters of a fixed {arg('size')}, not {arg('clusters')}")
         if method == "divisive":
             assignment = clustering.divisive_clusters(distances, size, request.epsilon)
         elif method == "constrained":
@@ -121,7 +121,7 @@ def run_audit(request: AuditRequest, progress=None) -> dict:
             result = rank_test(distances, labels[request.rank_label], random.Random(request.seed),
                                request.rank_distractors, request.rank_repeats)
         except ValueError as err:
-            raise AsrprivError(f"--rank-label {request.rank_label}: {err}") from None
+            raise AsrprivError(f"{arg('rank_label')} {request.rank_label}: {err}") from None
         report["rank"] = {"label": request.rank_label, **result.as_dict()}
         if request.permutations:
             from asrpriv.audit.permutation import rank_tests
@@ -140,7 +140,7 @@ def run_audit(request: AuditRequest, progress=None) -> dict:
                 result = linear_probe(embedding, labels[col], col, request.seed,
                                       request.probe_folds, groups, request.probe_groups)
             except ValueError as err:
-                raise AsrprivError(f"--probe-label {col}: {err}") from None
+                raise AsrprivError(f"{arg('probe_label')} {col}: {err}") from None
             report["probe"][col] = result.as_dict()
     return {"items": items, "assignment": assignment, "labels": labels, "columns": columns,
             "report": report, "linkage": linkage}

@@ -14,7 +14,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
-from asrpriv.errors import AsrprivError
+from asrpriv.errors import AsrprivError, arg
 
 
 @dataclass
@@ -102,9 +102,9 @@ def aggregate(s: AggregateSettings, progress: Callable | None = None,
                           s.allow_seeded)
         return AggregateResult("counts")
     if s.server is None or s.model is None:
-        raise AsrprivError("model deltas need --server fedavg|fedadam and --model MODEL")
+        raise AsrprivError(f"model deltas need {arg('server')} fedavg|fedadam and {arg('model')} MODEL")
     if s.disjoint or s.allow_empty:
-        raise AsrprivError("--disjoint and --allow-empty apply to counts, not to model deltas")
+        raise AsrprivError(f"{arg('disjoint')} and {arg('allow_empty')} apply to counts, not to model deltas")
     if not s.inputs:
         raise AsrprivError("no delta given")
     if s.output == "-":

@@ -12,7 +12,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Callable
 
-from asrpriv.errors import AsrprivError, InputError, display_name
+from asrpriv.errors import AsrprivError, InputError, arg, display_name
 from asrpriv.nnlm import losses
 from asrpriv.nnlm.data import read_corpus
 
@@ -63,9 +63,9 @@ def run_finetune(req: FinetuneRequest, progress: Callable[[], object] | None = N
     from asrpriv.nnlm.train import RECIPES
 
     if req.delta_out and not req.init_path:
-        raise AsrprivError("--delta-out needs --init (a delta is init - new)")
+        raise AsrprivError(f"{arg('delta_out')} needs {arg('init')} (a delta is init - new)")
     if req.clip is not None and not req.delta_out:
-        raise AsrprivError("--clip bounds a delta: give it with --delta-out or --by-client")
+        raise AsrprivError(f"{arg('clip')} bounds a delta: give it with {arg('delta_out')} or {arg('by_client')}")
     try:
         mode, _ = losses.parse_confidence(req.confidence)
     except ValueError as err:
@@ -80,7 +80,7 @@ def run_finetune(req: FinetuneRequest, progress: Callable[[], object] | None = N
     if not corpus.sentences:
         raise InputError(req.train_path, None, "empty input: expected training sentences")
     if mode != "none" and corpus.confidences is None:
-        raise InputError(req.train_path, None, f"--confidence {req.confidence} needs an N-best TSV "
+        raise InputError(req.train_path, None, f"{arg('confidence')} {req.confidence} needs an N-best TSV "
                                                "with a 'confidence' column")
     valid = None
     if req.valid_path:
@@ -207,4 +207,4 @@ def check_init_options(req: FinetuneRequest) -> None:
     if req.vocab_path:
         given["vocab"] = req.vocab_path
     if given:
-        raise AsrprivError(f"--init keeps the model's shape; drop {', '.join('--' + k.replace('_', '-') for k in given)}")
+        raise AsrprivError(f"{arg('init')} keeps the model's shape; drop {', '.join('--' + k.replace('_', '-') for k in given)}")

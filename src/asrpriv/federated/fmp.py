@@ -36,7 +36,7 @@ import shutil
 from dataclasses import dataclass, field
 from typing import Callable, Iterable
 
-from asrpriv.errors import AsrprivError
+from asrpriv.errors import AsrprivError, arg
 
 #: the noise seed of round t is seed * NOISE_SEED_STRIDE + t
 NOISE_SEED_STRIDE = 1000
@@ -84,8 +84,8 @@ class FmpSettings:
         if not (math.isfinite(self.max_l1) and self.max_l1 > 0):
             raise AsrprivError(f"max_l1 must be a finite number > 0, got {self.max_l1}")
         if self.noise_seed is not None and self.epsilon and not self.allow_seeded:
-            raise AsrprivError("--noise-seed makes the noise NOT private: add "
-                               "--allow-seeded-test-noise (tests only)")
+            raise AsrprivError(f"{arg('noise_seed')} makes the noise NOT private: add "
+                               f"{arg('allow_seeded_test_noise')} (tests only)")
         FmaSettings(self.alpha, self.beta, self.lam).validate(True, True)
 
     @property
@@ -250,12 +250,12 @@ def check_run(settings: FmpSettings, rounds: int, inputs: Iterable[str], run_dir
         seeded_warning(f"--noise-seed {settings.noise_seed}")
     settings.validate()
     if isinstance(rounds, bool) or not isinstance(rounds, int) or rounds < 1:
-        raise AsrprivError("--rounds must be >= 1")
+        raise AsrprivError(f"{arg('rounds')} must be >= 1")
     for path in inputs:
         if not os.path.isfile(path):
             raise AsrprivError(f"{path}: no such file")
     if os.path.isdir(run_dir) and os.listdir(run_dir):
-        raise AsrprivError(f"--run-dir {run_dir}: not empty (give a new directory)")
+        raise AsrprivError(f"{arg('run_dir')} {run_dir}: not empty (give a new directory)")
 
 
 @dataclass

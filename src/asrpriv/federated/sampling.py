@@ -21,6 +21,8 @@ from __future__ import annotations
 import hashlib
 import os
 
+from asrpriv.errors import arg
+
 SAMPLING_TAG = b"asrpriv-poisson/1"
 
 
@@ -63,11 +65,11 @@ def sample_clients(clients_path: str, rate: float, round_index: int | None = 0,
 
     from asrpriv.privacy.accounting import check_sample_rate
 
-    check_sample_rate(rate, "--rate")
+    check_sample_rate(rate, arg("rate"))
     if round_index is None and not expected:
-        raise AsrprivError("give --round T (or --expected)")
+        raise AsrprivError(f"give {arg('round')} T (or {arg('expected')})")
     if round_index is not None and round_index < 0:
-        raise AsrprivError("--round must be >= 0")
+        raise AsrprivError(f"{arg('round')} must be >= 0")
     clients: list[str] = []
     seen: dict[str, int] = {}
     for lineno, line in iter_lines(clients_path):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from asrpriv.errors import AsrprivError
+from asrpriv.errors import AsrprivError, arg
 
 #: how far the weights' sum may be from 1
 SUM_TOLERANCE = 1e-6
@@ -26,14 +26,15 @@ def _weights_of_report(path: str, option: str) -> str:
                          "'interpolate --heldout' (its 'weights' list)") from None
 
 
-def parse_weights(text: str | None, count: int, option: str = "--weights") -> list[float]:
+def parse_weights(text: str | None, count: int, option: str | None = None) -> list[float]:
     """The ``count`` comma-separated weights of ``text``, checked: finite, >= 0, sum 1.
 
     ``@FILE``: the weights of the JSON report that ``interpolate --heldout`` printed.
 
     ``None`` is allowed only for one LM (weight 1). Raises :class:`AsrprivError` (exit 2)
-    with a one-line message otherwise.
+    with a one-line message otherwise. ``option`` names the argument (default: ``weights``).
     """
+    option = option or arg("weights")
     if text is None:
         if count == 1:
             return [1.0]
@@ -62,5 +63,5 @@ def split_mixture(weights: list[float]) -> tuple[list[float], float]:
     ngram = weights[:-1]
     total = sum(ngram)
     if not total > 0:
-        raise AsrprivError("--mixture-weights: the n-gram weights sum to 0")
+        raise AsrprivError(f"{arg('mixture_weights')}: the n-gram weights sum to 0")
     return [w / total for w in ngram], weights[-1]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from asrpriv.errors import arg
+
 
 def adapt_arpa_file(arpa_path: str, adapt_path: str, output: str, beta: float = 0.5,
                     reversed_: bool = False, prior: float = 0.1,
@@ -27,7 +29,7 @@ def adapt_arpa_file(arpa_path: str, adapt_path: str, output: str, beta: float = 
     from asrpriv.provenance import Inputs
 
     if not math.isfinite(beta) or beta < 0:
-        raise AsrprivError(f"--beta must be a finite number >= 0, got {beta}")
+        raise AsrprivError(f"{arg('beta')} must be a finite number >= 0, got {beta}")
     check_writable(output)
     inputs = Inputs(allow_seeded)
 

@@ -16,6 +16,8 @@ from asrpriv.ngram.arpa import ArpaModel, format_float, write_arpa
 from asrpriv.ngram.counting import BOS_ID, EOS_ID, UNK_ID, NgramCounts, Vocab, count_ngrams
 from asrpriv.ngram.kneser_ney import FALLBACK_DISCOUNTS, KneserNeyOrder, estimate
 
+from asrpriv.errors import arg
+
 #: digits after the point in trained ARPA files: |log10 error| <= 5e-8, i.e. a relative
 #: probability error below 1.2e-7 (kenlm itself stores float32)
 DEFAULT_PRECISION = 7
@@ -195,27 +197,27 @@ def train_ngram(s: TrainSettings) -> TrainResult:
     from asrpriv.ngram.kneser_ney import DiscountError
 
     if not 1 <= s.order <= 9:
-        raise AsrprivError(f"--order must be in 1..9, got {s.order}")
+        raise AsrprivError(f"{arg('order')} must be in 1..9, got {s.order}")
     if not 1 <= s.precision <= 17:
-        raise AsrprivError(f"--precision must be in 1..17, got {s.precision}")
+        raise AsrprivError(f"{arg('precision')} must be in 1..17, got {s.precision}")
     if not (math.isfinite(s.member_share) and 0.0 < s.member_share <= 1.0):
-        raise AsrprivError(f"--member-share must be in (0, 1], got {s.member_share}")
+        raise AsrprivError(f"{arg('member_share')} must be in (0, 1], got {s.member_share}")
     vocab = read_vocab(s.vocab) if s.vocab is not None else None
     sentences = read_sentences(s.text, ids=s.ids)
     if not s.ids and s.classes_out is None:
         sentences = _warn_if_ids(sentences, s.text)
     class_map = None
     if (s.classes_out is None) != (s.spans is None):
-        raise AsrprivError("--classes FILE and --spans FILE go together")
+        raise AsrprivError(f"{arg('classes')} FILE and {arg('spans')} FILE go together")
     if s.classes_out is not None:
         if vocab is not None:
-            raise AsrprivError("--vocab and --classes together are not supported")
+            raise AsrprivError(f"{arg('vocab')} and {arg('classes')} together are not supported")
         from asrpriv.io.kaldi import iter_text
         from asrpriv.io.output import check_writable
         from asrpriv.ngram.classes import membership_from_spans
         from asrpriv.sanitize.spans import read_spans
 
-        check_writable(s.classes_out, "--classes")
+        check_writable(s.classes_out, arg("classes"))
         spans_by_utt = read_spans(s.spans)
         utts = [(utt, words) for _lineno, utt, words in iter_text(s.text)]
         names = [c.strip() for c in s.class_names.split(",") if c.strip()]
@@ -224,7 +226,7 @@ def train_ngram(s: TrainSettings) -> TrainResult:
     try:
         model = train(sentences, s.order, vocab=vocab, discount_fallback=s.discount_fallback)
     except DiscountError as err:
-        raise AsrprivError(f"{err}; try --discount-fallback") from None
+        raise AsrprivError(f"{err}; try {arg('discount_fallback')}") from None
     except EmptyTextError:
         raise InputError(s.text, None, "empty input: expected text, one sentence per line") from None
     from asrpriv.provenance import Inputs, write_arpa_header

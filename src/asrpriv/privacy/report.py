@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 
-from asrpriv.errors import AsrprivError
+from asrpriv.errors import AsrprivError, arg
 
 #: exit status of ``require_dp`` on a file that is not differentially private
 EXIT_NOT_DP = 3
@@ -60,7 +60,7 @@ def privacy_report(s: PrivacyReportSettings) -> PrivacyReport:
     params = (s.noise_multiplier, s.sample_rate, s.rounds)
     if s.file is None:
         if any(p is None for p in params):
-            raise AsrprivError("give FILE, or --noise-multiplier, --sample-rate and --rounds")
+            raise AsrprivError(f"give FILE, or {arg('noise_multiplier')}, {arg('sample_rate')} and {arg('rounds')}")
         try:
             result = accounting.gaussian_epsilons(s.noise_multiplier, s.sample_rate, s.rounds,
                                                   s.delta)
@@ -75,7 +75,7 @@ def privacy_report(s: PrivacyReportSettings) -> PrivacyReport:
                     f"at delta {s.delta:g}")
         return PrivacyReport([line], dict(result))
     if any(p is not None for p in params):
-        raise AsrprivError("--noise-multiplier/--sample-rate/--rounds are for the form without FILE")
+        raise AsrprivError(f"{arg('noise_multiplier')}/{arg('sample_rate')}/{arg('rounds')} are for the form without FILE")
     from asrpriv.provenance import read_state
 
     kind, state = read_state(s.file)

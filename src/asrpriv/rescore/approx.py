@@ -11,6 +11,8 @@ import time
 from dataclasses import dataclass
 from typing import Callable
 
+from asrpriv.errors import arg
+
 
 @dataclass
 class ApproxSettings:
@@ -63,13 +65,13 @@ def approx_ngram(s: ApproxSettings, info: Callable[[str], None] | None = None) -
     from asrpriv.rescore.nnlm import NnlmScorer, _max_positions
 
     if not 1 <= s.order <= 6:
-        raise AsrprivError(f"--order must be in 1..6, got {s.order}")
+        raise AsrprivError(f"{arg('order')} must be in 1..6, got {s.order}")
     if not (math.isfinite(s.min_backoff) and 0.0 <= s.min_backoff < 1.0):
-        raise AsrprivError(f"--min-backoff must be in [0, 1), got {s.min_backoff}")
+        raise AsrprivError(f"{arg('min_backoff')} must be in [0, 1), got {s.min_backoff}")
     if not 1 <= s.precision <= 17:
-        raise AsrprivError(f"--precision must be in 1..17, got {s.precision}")
+        raise AsrprivError(f"{arg('precision')} must be in 1..17, got {s.precision}")
     if s.batch_tokens < 1 or s.threads < 0:
-        raise AsrprivError("--batch-tokens must be >= 1 and --threads >= 0")
+        raise AsrprivError(f"{arg('batch_tokens')} must be >= 1 and {arg('threads')} >= 0")
     inputs = Inputs(s.allow_seeded)
     inputs.add_payload(s.model, read_model_file(s.model))
     inputs.add_text(s.text, s.public)

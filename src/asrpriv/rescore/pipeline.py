@@ -21,7 +21,7 @@ import math
 from dataclasses import dataclass
 from typing import IO, Iterable, Sequence
 
-from asrpriv.errors import AsrprivError, InputError
+from asrpriv.errors import AsrprivError, InputError, arg
 from asrpriv.io.nbest import NbestReader, Utterance, format_score
 from asrpriv.rescore.combine import Weights
 
@@ -92,8 +92,8 @@ class Layout:
 
     def describe(self) -> str:
         acoustic = self.acoustic or "rank prior -(first_pass_rank-1)"
-        lm = "--ngram" if self.compute_ngram else (self.lm_from or "none")
-        nn = "--nnlm" if self.compute_nnlm else (self.nnlm_from or "none")
+        lm = arg("ngram") if self.compute_ngram else (self.lm_from or "none")
+        nn = arg("nnlm") if self.compute_nnlm else (self.nnlm_from or "none")
         return f"acoustic: {acoustic}; lm (1-w): {lm}; nnlm (w): {nn}"
 
 
@@ -147,7 +147,7 @@ class Rescorer:
                  max_words: int | None = None, rank_only_ok: bool = True,
                  unk_penalty: float = 0.0) -> None:
         if factors is not None and nnlm is None:
-            raise AsrprivError("--factors/--factors-dir need --nnlm (FMP factors rescale the neural LM; "
+            raise AsrprivError(f"{arg('factors')}/{arg('factors_dir')} need {arg('nnlm')} (FMP factors rescale the neural LM; "
                                "for an n-gram, write an adapted ARPA with fma-adapt)")
         self.weights = weights
         self.nnlm = nnlm
@@ -165,7 +165,7 @@ class Rescorer:
         self.drop: frozenset[str] = frozenset()
         self.dropped = 0
         if self.unk_penalty and nnlm is None:
-            raise AsrprivError("--unk-penalty needs --nnlm (it corrects the neural LM's <unk> score)")
+            raise AsrprivError(f"{arg('unk_penalty')} needs {arg('nnlm')} (it corrects the neural LM's <unk> score)")
 
     def run(self, inputs: Sequence[str], out: IO[str], progress=None) -> Stats:
         """Rescore every input (same header required) into ``out``."""
@@ -178,8 +178,8 @@ class Rescorer:
                 self.layout = Layout(reader.columns, self.nnlm is not None, self.ngram is not None,
                                      self.reuse_scores)
                 if not (self.layout.has_nnlm or self.layout.has_lm):
-                    raise AsrprivError("nothing to score with: give --nnlm and/or --ngram "
-                                       "(or --reuse-scores with nnlm_score/ngram_score/lm_score columns)")
+                    raise AsrprivError(f"nothing to score with: give {arg('nnlm')} and/or {arg('ngram')} "
+                                       f"(or {arg('reuse_scores')} with nnlm_score/ngram_score/lm_score columns)")
                 if self.layout.acoustic is None and not self.rank_only_ok:
                     raise InputError(path, 1, RANK_ONLY_MESSAGE)
             elif reader.columns != first_columns:
@@ -210,7 +210,7 @@ class Rescorer:
                     if len(h.words) > self.max_words:
                         raise InputError(reader.path, h.lineno,
                                          f"a hypothesis of {len(h.words)} words is longer than "
-                                         f"--max-words {self.max_words} (the NNLM's cost grows "
+                                         f"{arg('max_words')} {self.max_words} (the NNLM's cost grows "
                                          "with its square)")
             vocab = self.nnlm.vocab
             seqs = [self.nnlm.encode(h.words) for h in hyps]
@@ -256,8 +256,8 @@ class Rescorer:
         for k, score in enumerate(scores):
             if not math.isfinite(score):  # finite parts, but weights so large that the sum overflows
                 raise InputError(reader.path, hyps[k].lineno,
-                                 f"the combined score is not finite ({score}): are --lm-weight or "
-                                 "--word-penalty, or the scores, too large?")
+                                 f"the combined score is not finite ({score}): are {arg('lm_weight')} or "
+                                 f"{arg('word_penalty')}, or the scores, too large?")
 
         out_index = layout.out_index
         width = len(layout.out_columns)
@@ -397,71 +397,12 @@ class RescoreResult:
         return lines
 
 
-def check_rescore_settings(s: RescoreSettings) -> None:
-    """The checks of rescore-nbest's settings that need no file."""
-    for name in ("lm_weight", "word_penalty", "unk_penalty"):
-        value = getattr(s, name)
-        if value is not None and not math.isfinite(value):
-            raise AsrprivError(f"--{name.replace('_', '-')}: expected a finite number, got {value!r}")
-    if s.nnlm_weight is not None and not (math.isfinite(s.nnlm_weight) and 0.0 <= s.nnlm_weight <= 1.0):
-        raise AsrprivError(f"--nnlm-weight must lie in [0, 1], got {s.nnlm_weight}")
-    if s.unk_penalty < 0:
-        raise AsrprivError(f"--unk-penalty must be >= 0, got {s.unk_penalty}")
-    for name in ("batch_tokens", "max_words", "chunk_utts", "threads"):
-        value = getattr(s, name)
-        if value is not None and value < 1:
-            raise AsrprivError(f"--{name.replace('_', '-')} must be >= 1, got {value}")
-    if s.device not in ("cpu", "cuda"):
-        raise AsrprivError(f"--device must be 'cpu' or 'cuda', got {s.device!r}")
-    if s.missing_factors not in ("error", "ignore"):
-        raise AsrprivError(f"--missing-factors must be 'error' or 'ignore', got {s.missing_factors!r}")
-    if s.factors and s.factors_dir:
-        raise AsrprivError("give --factors or --factors-dir, not both")
-    if (s.factors or s.factors_dir) and not s.nnlm:
-        raise AsrprivError("--factors/--factors-dir need --nnlm (FMP factors rescale the neural LM; "
-                           "for an n-gram LM, write an adapted ARPA with fma-adapt)")
-    if not (s.nnlm or s.ngram or s.reuse_scores):
-        raise AsrprivError("nothing to score with: give --nnlm and/or --ngram "
-                           "(or --reuse-scores to re-rank with the input's score columns)")
-    if s.class_files and not s.ngram:
-        raise AsrprivError("--classes needs --ngram (the class ARPA)")
-
-
-def rescore_nbest(s: RescoreSettings, verbose: bool = False, progress=None) -> RescoreResult:
-    """The step ``rescore-nbest``: score each hypothesis with the LMs (natural log), combine
-    ``acoustic + lm_weight ((1 - w) lm + w nnlm) + word_penalty n_words``, re-rank, write
-    ``output``. torch is imported only with ``nnlm`` or ``threads``; kenlm with ``ngram``."""
-    from asrpriv.io.output import open_output
-    from asrpriv.mixture.streams import pair_classes
+def resolve_weights(s: RescoreSettings):
+    """The weights ``rescore-nbest`` scores with: each weight given in ``s``, else the weights
+    file's (``s.weights``), else the default (the AMI first pass's, tuned for nothing of
+    yours). The API's ``score_hypotheses`` uses the same rule."""
     from asrpriv.rescore.combine import (DEFAULT_LM_WEIGHT, DEFAULT_NNLM_WEIGHT,
                                          DEFAULT_WORD_PENALTY, read_weights)
-
-    from asrpriv.provenance import check_read_files
-
-    check_rescore_settings(s)
-    ngram = tuple(s.ngram)
-    check_read_files([s.nnlm, *ngram], s.allow_seeded)  # factors: as FactorTable reads them
-    ngram_classes = pair_classes(ngram, tuple(s.class_files))
-    if s.ngram_weights is not None and not ngram:
-        raise AsrprivError("--ngram-weights needs --ngram LMs")
-    ngram_weights, share = s.ngram_weights, None
-    if s.mixture_weights is not None:
-        from asrpriv.mixture.weights import parse_weights, split_mixture
-
-        if not (ngram and s.nnlm) or s.ngram_weights is not None:
-            raise AsrprivError("--mixture-weights needs --ngram LMs and --nnlm, and replaces "
-                               "--ngram-weights")
-        split, share = split_mixture(parse_weights(s.mixture_weights, len(ngram) + 1,
-                                                   "--mixture-weights"))
-        if len(ngram) > 1:
-            ngram_weights = ",".join(map(repr, split))
-    if ngram:
-        from asrpriv.mixture.weights import parse_weights
-
-        mix_weights = parse_weights(ngram_weights, len(ngram), "--ngram-weights")
-    inputs = iter_inputs(s.inputs)
-    if sum(1 for p in inputs if p == "-") > 1:
-        raise AsrprivError("standard input ('-') can be read only once")
 
     given = {"lm_weight": s.lm_weight, "nnlm_weight": s.nnlm_weight, "word_penalty": s.word_penalty}
     weights = Weights(DEFAULT_LM_WEIGHT if s.lm_weight is None else s.lm_weight,
@@ -474,6 +415,74 @@ def rescore_nbest(s: RescoreSettings, verbose: bool = False, progress=None) -> R
                 setattr(weights, name, getattr(loaded, name))
         if not 0.0 <= weights.nnlm_weight <= 1.0:
             raise AsrprivError(f"{s.weights}: nnlm_weight must lie in [0, 1]")
+    return weights
+
+
+def check_rescore_settings(s: RescoreSettings) -> None:
+    """The checks of rescore-nbest's settings that need no file."""
+    for name in ("lm_weight", "word_penalty", "unk_penalty"):
+        value = getattr(s, name)
+        if value is not None and not math.isfinite(value):
+            raise AsrprivError(f"{arg(name)}: expected a finite number, got {value!r}")
+    if s.nnlm_weight is not None and not (math.isfinite(s.nnlm_weight) and 0.0 <= s.nnlm_weight <= 1.0):
+        raise AsrprivError(f"{arg('nnlm_weight')} must lie in [0, 1], got {s.nnlm_weight}")
+    if s.unk_penalty < 0:
+        raise AsrprivError(f"{arg('unk_penalty')} must be >= 0, got {s.unk_penalty}")
+    for name in ("batch_tokens", "max_words", "chunk_utts", "threads"):
+        value = getattr(s, name)
+        if value is not None and value < 1:
+            raise AsrprivError(f"{arg(name)} must be >= 1, got {value}")
+    if s.device not in ("cpu", "cuda"):
+        raise AsrprivError(f"{arg('device')} must be 'cpu' or 'cuda', got {s.device!r}")
+    if s.missing_factors not in ("error", "ignore"):
+        raise AsrprivError(f"{arg('missing_factors')} must be 'error' or 'ignore', got {s.missing_factors!r}")
+    if s.factors and s.factors_dir:
+        raise AsrprivError(f"give {arg('factors')} or {arg('factors_dir')}, not both")
+    if (s.factors or s.factors_dir) and not s.nnlm:
+        raise AsrprivError(f"{arg('factors')}/{arg('factors_dir')} need {arg('nnlm')} (FMP factors rescale the neural LM; "
+                           "for an n-gram LM, write an adapted ARPA with fma-adapt)")
+    if not (s.nnlm or s.ngram or s.reuse_scores):
+        raise AsrprivError(f"nothing to score with: give {arg('nnlm')} and/or {arg('ngram')} "
+                           f"(or {arg('reuse_scores')} to re-rank with the input's score columns)")
+    if s.class_files and not s.ngram:
+        raise AsrprivError(f"{arg('classes')} needs {arg('ngram')} (the class ARPA)")
+
+
+def rescore_nbest(s: RescoreSettings, verbose: bool = False, progress=None) -> RescoreResult:
+    """The step ``rescore-nbest``: score each hypothesis with the LMs (natural log), combine
+    ``acoustic + lm_weight ((1 - w) lm + w nnlm) + word_penalty n_words``, re-rank, write
+    ``output``. torch is imported only with ``nnlm`` or ``threads``; kenlm with ``ngram``."""
+    from asrpriv.io.output import open_output
+    from asrpriv.mixture.streams import pair_classes
+
+    from asrpriv.provenance import check_read_files
+
+    check_rescore_settings(s)
+    ngram = tuple(s.ngram)
+    check_read_files([s.nnlm, *ngram], s.allow_seeded)  # factors: as FactorTable reads them
+    ngram_classes = pair_classes(ngram, tuple(s.class_files))
+    if s.ngram_weights is not None and not ngram:
+        raise AsrprivError(f"{arg('ngram_weights')} needs {arg('ngram')} LMs")
+    ngram_weights, share = s.ngram_weights, None
+    if s.mixture_weights is not None:
+        from asrpriv.mixture.weights import parse_weights, split_mixture
+
+        if not (ngram and s.nnlm) or s.ngram_weights is not None:
+            raise AsrprivError(f"{arg('mixture_weights')} needs {arg('ngram')} LMs and {arg('nnlm')}, and replaces "
+                               f"{arg('ngram_weights')}")
+        split, share = split_mixture(parse_weights(s.mixture_weights, len(ngram) + 1,
+                                                   arg("mixture_weights")))
+        if len(ngram) > 1:
+            ngram_weights = ",".join(map(repr, split))
+    if ngram:
+        from asrpriv.mixture.weights import parse_weights
+
+        mix_weights = parse_weights(ngram_weights, len(ngram), arg("ngram_weights"))
+    inputs = iter_inputs(s.inputs)
+    if sum(1 for p in inputs if p == "-") > 1:
+        raise AsrprivError("standard input ('-') can be read only once")
+
+    weights = resolve_weights(s)
     if share is not None:
         weights.nnlm_weight = share
 

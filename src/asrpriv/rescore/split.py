@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 
-from asrpriv.errors import InputError
+from asrpriv.errors import InputError, arg
 from asrpriv.io.nbest import NbestReader, write_header, write_rows
 from asrpriv.io.output import atomic_directory, open_output
 
@@ -25,7 +25,7 @@ def split_by_client(path: str, parts: int, output_dir: str, keep: set[str] | Non
     """
     reader = NbestReader(path)
     if client_of is None and "client" not in reader.index:
-        raise InputError(path, 1, "no 'client' column: give --utt2client")
+        raise InputError(path, 1, f"no 'client' column: give {arg('utt2client')}")
     by_client: dict[str, list] = {}
     order: list[tuple[str, int]] = []
     for utt in reader:
@@ -68,13 +68,13 @@ def split_nbest(path: str, parts: int, output_dir: str, clients: str | None = No
     from asrpriv.errors import AsrprivError
 
     if parts < 1:
-        raise AsrprivError(f"--parts must be >= 1, got {parts}")
+        raise AsrprivError(f"{arg('parts')} must be >= 1, got {parts}")
     if max_per_client is not None and max_per_client < 1:
-        raise AsrprivError(f"--max-per-client must be >= 1, got {max_per_client}")
+        raise AsrprivError(f"{arg('max_per_client')} must be >= 1, got {max_per_client}")
     keep = set(clients.replace(",", " ").split()) if clients else None
     drop = set(exclude_clients.replace(",", " ").split()) if exclude_clients else set()
     if keep is not None and not keep:
-        raise AsrprivError("--clients is empty")
+        raise AsrprivError(f"{arg('clients')} is empty")
     client_of = None
     if utt2client:
         from asrpriv.io.kaldi import read_map

@@ -21,7 +21,7 @@ from typing import Sequence
 
 import numpy as np
 
-from asrpriv.errors import AsrprivError, InputError
+from asrpriv.errors import AsrprivError, InputError, arg
 from asrpriv.io.nbest import NbestReader
 from asrpriv.rescore.combine import Weights
 from asrpriv.rescore.pipeline import Layout, _first_pass_rank, _float
@@ -254,11 +254,11 @@ def tune_weights(nbest: str, ref: str, lm_weights: str = "0:20:0.5",
 
     if warn is None:
         from asrpriv.talk import warn
-    lw = parse_grid(lm_weights, "--lm-weights")
-    ws = parse_grid(nnlm_weights, "--nnlm-weights")
-    wp = parse_grid(word_penalties, "--word-penalties")
+    lw = parse_grid(lm_weights, arg("lm_weights"))
+    ws = parse_grid(nnlm_weights, arg("nnlm_weights"))
+    wp = parse_grid(word_penalties, arg("word_penalties"))
     if any(not 0.0 <= w <= 1.0 for w in ws):
-        raise AsrprivError("--nnlm-weights: values must lie in [0, 1]")
+        raise AsrprivError(f"{arg('nnlm_weights')}: values must lie in [0, 1]")
     if nbest == "-" and ref == "-":
         raise AsrprivError("the N-best list and the references cannot both come from standard input")
     refs = read_text(ref)
