@@ -104,18 +104,27 @@ class Utterance:
 
 
 def read_nbest(path: str) -> list[Utterance]:
-    """Read an N-best TSV (``utt_id``, ``text``, optional ``rank`` and score columns)."""
+    """Read an N-best TSV (``utt_id``, ``text``, optional ``rank`` and score columns).
+
+    Raises:
+        InputError: bad content (file and line), and a path that cannot be read (missing, a
+            directory, no permission), as the library's error type, not a raw ``OSError``.
+    """
+    from asrpriv.errors import InputError
     from asrpriv.io.nbest import FLOAT_COLUMNS, NbestReader
 
-    reader = NbestReader(path)
-    out = []
-    for utt in reader:
-        hyps = []
-        for h in utt.hyps:
-            scores = {name: reader.float_column(h, name) for name in FLOAT_COLUMNS
-                      if name in reader.index}
-            hyps.append(Hypothesis(h.rank, list(h.words), scores))
-        out.append(Utterance(utt.utt_id, hyps))
+    try:
+        reader = NbestReader(path)
+        out = []
+        for utt in reader:
+            hyps = []
+            for h in utt.hyps:
+                scores = {name: reader.float_column(h, name) for name in FLOAT_COLUMNS
+                          if name in reader.index}
+                hyps.append(Hypothesis(h.rank, list(h.words), scores))
+            out.append(Utterance(utt.utt_id, hyps))
+    except OSError as err:
+        raise InputError(path, None, f"cannot read: {err.strerror or err}") from None
     return out
 
 

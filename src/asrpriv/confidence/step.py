@@ -69,6 +69,17 @@ class Outcome:
     calibration_in_sample: bool = False
     extra_references: int = 0
 
+    def notes(self) -> list[str]:
+        """What ``confidence`` says on stderr: the counts and settings, then the metrics of
+        the rank-1 words (raw, and calibrated when a calibration was applied)."""
+        lines = [f"confidence: {self.utterances} utterances, {self.hypotheses} hypotheses "
+                 f"({', '.join(f'{k} {v}' for k, v in self.settings.items())})"]
+        for name, m in (("raw", self.raw), ("calibrated", self.calibrated)):
+            if m is not None:
+                lines.append(f"{name}: {m['words']} rank-1 words, {m['correct']} correct; "
+                             f"NCE {_fmt(m['nce'])}, ECE {_fmt(m['ece'])}, AUC {_fmt(m['auc'])}")
+        return lines
+
     def report(self) -> dict:
         out = {"utterances": self.utterances, "hypotheses": self.hypotheses,
                "settings": self.settings}
@@ -286,3 +297,7 @@ def confidence(s: ConfidenceSettings, warn: Callable[[str], None] | None = None,
             json.dump(outcome.report(), f, indent=1)
             f.write("\n")
     return outcome
+
+
+def _fmt(value) -> str:
+    return "n/a" if value is None else f"{value:.4f}"

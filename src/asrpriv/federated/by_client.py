@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from asrpriv.errors import AsrprivError, InputError, arg, display_name
+from asrpriv.federated.clip import check_clip
 
 #: file name suffix of a client's delta (what ``aggregate DIR`` reads)
 SUFFIX = ".delta.pt"
@@ -139,8 +140,8 @@ def run_by_client(req, progress: Callable[..., object] | None = None,
         mode, _ = losses.parse_confidence(req.confidence)
     except ValueError as err:
         raise AsrprivError(str(err)) from None
-    if req.clip is not None and not req.clip > 0:
-        raise AsrprivError(f"{arg('clip')} must be > 0")
+    if req.clip is not None:
+        check_clip(req.clip)
     settings = dict(RECIPES[req.recipe])
     settings.update({k: v for k, v in req.overrides.items() if v is not None})
 

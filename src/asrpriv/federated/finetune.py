@@ -55,11 +55,61 @@ def run_finetune(req: FinetuneRequest, progress: Callable[[], object] | None = N
                  warn: Callable[[str], None] | None = None):
     """Run the step; returns the :class:`asrpriv.nnlm.train.TrainResult`.
 
+    Four stages: the settings and the text (:func:`_read_inputs`), the start model
+    (:func:`_start_model`: ``--init`` or a new one), training (the client update of the
+    many-clients mode for one client with ``--init``, else :func:`asrpriv.nnlm.train.train_lm`),
+    and the files (:func:`_write_outputs`).
+
     Args:
         progress: makes a progress meter (``update(n, postfix)``, ``close()``), one per epoch.
         talk: prints a line for the user (stderr).
         warn: prints a warning (stderr); default ``talk``.
     """
+    settings, corpus, valid = _read_inputs(req, warn or talk)
+
+    import torch
+
+    from asrpriv.federated import client
+    from asrpriv.nnlm import train
+    from asrpriv.nnlm.runtime import check_device, use_threads
+
+    check_device(req.device)
+    use_threads(req.threads)
+    if req.seed is not None:
+        torch.manual_seed(req.seed)
+    init, model, vocab, config = _start_model(req, corpus)
+    n_params = sum(p.numel() for p in model.parameters())
+    talk(f"{config['arch']} LM, {n_params:,} parameters, vocabulary {len(vocab):,}; "
+         f"{len(corpus):,} training sentences, {corpus.words:,} words ({corpus.kind}); "
+         f"{settings['optimizer']} lr {settings['lr']:g}, batch {settings['batch_size']} "
+         f"({'sentences' if settings['batch_by'] == 'sentences' else 'sentences on average, by tokens'}), "
+         f"{settings['epochs']} epoch(s), confidence {req.confidence}, train {req.train_only}")
+    on_step, on_epoch = _epoch_talk(progress, talk)
+    update = None
+    if init is not None:  # the client update of the many-clients mode, for one client
+        update = client.client_update(
+            init, corpus.sentences, corpus.confidences,
+            settings={**settings, "lr_decay": req.lr_decay, "patience": req.patience},
+            seed=req.seed, clip=req.clip, confidence=req.confidence, train_only=req.train_only,
+            keep_model=True, valid=valid, on_step=on_step, on_epoch=on_epoch)
+        result = update.train
+    else:
+        result = train.train_lm(
+            model, vocab, corpus.sentences, corpus.confidences, valid=valid, confidence=req.confidence,
+            train_only=req.train_only, seed=req.seed, lr_decay=req.lr_decay, patience=req.patience,
+            on_step=on_step, on_epoch=on_epoch, **settings)
+    if result.dropped:
+        talk(f"confidence {req.confidence}: dropped {result.dropped} of "
+             f"{result.dropped + result.sentences} sentences")
+    if valid is not None:
+        talk(f"kept epoch {result.best_epoch}" + (" (stopped early)" if result.stopped_early else ""))
+    _write_outputs(req, init, update, model, vocab, config, result, talk)
+    return result
+
+
+def _read_inputs(req: FinetuneRequest, warn: Callable[[str], None]):
+    """The checks that need no model, the recipe's settings with the overrides, the training
+    corpus and the validation sentences (None without ``valid_path``)."""
     from asrpriv.nnlm.train import RECIPES
 
     if req.delta_out and not req.init_path:
@@ -73,7 +123,6 @@ def run_finetune(req: FinetuneRequest, progress: Callable[[], object] | None = N
     settings = dict(RECIPES[req.recipe])
     settings.update({k: v for k, v in req.overrides.items() if v is not None})
 
-    warn = warn or talk
     corpus = read_corpus(req.train_path, ids=req.ids, max_words=req.max_words)
     for note in corpus.notes:
         warn(f"{display_name(req.train_path)}: {note}")
@@ -87,44 +136,38 @@ def run_finetune(req: FinetuneRequest, progress: Callable[[], object] | None = N
         valid = read_corpus(req.valid_path, ids=req.ids, max_words=req.max_words).sentences
         if not valid:
             raise InputError(req.valid_path, None, "empty input: expected validation sentences")
+    return settings, corpus, valid
 
-    import torch
 
+def _start_model(req: FinetuneRequest, corpus):
+    """``(init, model, vocab, config)``: the ``--init`` model (its seeded marks refused unless
+    allowed; ``init`` holds its copy and fingerprint), or a new model (``init`` None) on a
+    vocabulary from ``vocab_path`` or the training text."""
     from asrpriv.federated import client
-    from asrpriv.nnlm import modelfile, train
+    from asrpriv.nnlm import train
 
-    from asrpriv.nnlm.runtime import check_device, use_threads
-
-    check_device(req.device)
-    use_threads(req.threads)
-    if req.seed is not None:
-        torch.manual_seed(req.seed)
-    init = None
     if req.init_path:
         check_init_options(req)
         init = client.load_init(req.init_path, req.device)
         client.refuse_seeded_init(init, req.allow_seeded)
-        model, vocab, config = init.model, init.vocab, init.config
+        return init, init.model, init.vocab, init.config
+    if req.vocab_path:
+        from asrpriv.nnlm.vocab import read_word_list
+
+        vocab = read_word_list(req.vocab_path)
     else:
-        if req.vocab_path:
-            from asrpriv.nnlm.vocab import read_word_list
+        vocab = train.vocab_from_sentences(corpus.sentences, req.vocab_size or None, req.min_count)
+    try:
+        model, config = train.new_model(req.arch, vocab, seed=req.seed, **req.model_options)
+    except ValueError as err:
+        raise AsrprivError(str(err)) from None
+    model.to(req.device)
+    return None, model, vocab, config
 
-            vocab = read_word_list(req.vocab_path)
-        else:
-            vocab = train.vocab_from_sentences(corpus.sentences, req.vocab_size or None, req.min_count)
-        try:
-            model, config = train.new_model(req.arch, vocab, seed=req.seed, **req.model_options)
-        except ValueError as err:
-            raise AsrprivError(str(err)) from None
-        model.to(req.device)
 
-    n_params = sum(p.numel() for p in model.parameters())
-    talk(f"{config['arch']} LM, {n_params:,} parameters, vocabulary {len(vocab):,}; "
-         f"{len(corpus):,} training sentences, {corpus.words:,} words ({corpus.kind}); "
-         f"{settings['optimizer']} lr {settings['lr']:g}, batch {settings['batch_size']} "
-         f"({'sentences' if settings['batch_by'] == 'sentences' else 'sentences on average, by tokens'}), "
-         f"{settings['epochs']} epoch(s), confidence {req.confidence}, train {req.train_only}")
-
+def _epoch_talk(progress, talk):
+    """``(on_step, on_epoch)`` for the training loop: a progress meter per epoch (made on its
+    first step) and one line per finished epoch."""
     bar = [None]  # the current epoch's progress meter, made on its first step
 
     def on_step(ntok: int, ppl: float | None) -> None:
@@ -144,40 +187,29 @@ def run_finetune(req: FinetuneRequest, progress: Callable[[], object] | None = N
             line += f"; valid loss {rec['valid_loss']:.4f} ppl {rec['valid_ppl']:.2f}"
         talk(line)
 
-    update = None
-    if init is not None:  # the client update of the many-clients mode, for one client
-        update = client.client_update(
-            init, corpus.sentences, corpus.confidences,
-            settings={**settings, "lr_decay": req.lr_decay, "patience": req.patience},
-            seed=req.seed, clip=req.clip, confidence=req.confidence, train_only=req.train_only,
-            keep_model=True, valid=valid, on_step=on_step, on_epoch=on_epoch)
-        result = update.train
-    else:
-        result = train.train_lm(
-            model, vocab, corpus.sentences, corpus.confidences, valid=valid, confidence=req.confidence,
-            train_only=req.train_only, seed=req.seed, lr_decay=req.lr_decay, patience=req.patience,
-            on_step=on_step, on_epoch=on_epoch, **settings)
-    if result.dropped:
-        talk(f"confidence {req.confidence}: dropped {result.dropped} of "
-             f"{result.dropped + result.sentences} sentences")
-    if valid is not None:
-        talk(f"kept epoch {result.best_epoch}" + (" (stopped early)" if result.stopped_early else ""))
+    return on_step, on_epoch
+
+
+def _write_outputs(req: FinetuneRequest, init, update, model, vocab, config, result, talk):
+    """The trained model (``output``) and, with ``delta_out``, the delta, each with the
+    training's record and the privacy state of its inputs."""
+    from asrpriv.federated import client
+    from asrpriv.nnlm import modelfile
 
     meta = {"train_words": result.words, "train_sentences": result.sentences,
             "confidence": req.confidence, "train_only": req.train_only, "seed": req.seed,
             "epochs_run": len(result.history)}
     privacy = _output_privacy(req, init)
-    if update is not None:
-        if req.delta_out:
-            if update.clip_l2 is not None:
-                talk(f"delta L2 norm {update.norm:.6g}, clipped to {update.clip_l2:g}"
-                     if update.norm > update.clip_l2 else
-                     f"delta L2 norm {update.norm:.6g} <= clip {update.clip_l2:g}")
-            client.write_delta(req.delta_out, init, update, public=req.public, **meta)
-        modelfile.save_model(req.output, update.model_state, vocab, config, privacy=privacy, **meta)
-    else:
+    if update is None:
         modelfile.save_model(req.output, model, vocab, config, privacy=privacy, **meta)
-    return result
+        return
+    if req.delta_out:
+        if update.clip_l2 is not None:
+            talk(f"delta L2 norm {update.norm:.6g}, clipped to {update.clip_l2:g}"
+                 if update.norm > update.clip_l2 else
+                 f"delta L2 norm {update.norm:.6g} <= clip {update.clip_l2:g}")
+        client.write_delta(req.delta_out, init, update, public=req.public, **meta)
+    modelfile.save_model(req.output, update.model_state, vocab, config, privacy=privacy, **meta)
 
 
 def _output_privacy(req: FinetuneRequest, init):

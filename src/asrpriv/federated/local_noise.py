@@ -7,6 +7,7 @@ import math
 from asrpriv.errors import AsrprivError, InputError, arg
 from asrpriv.federated import gaussian
 from asrpriv.privacy.history import Release, new_release_id
+from asrpriv.federated.clip import check_clip
 
 
 def noise_delta_file(path: str, output: str, noise_multiplier: float, clip: float | None,
@@ -40,8 +41,7 @@ def noise_delta_file(path: str, output: str, noise_multiplier: float, clip: floa
         if isinstance(recorded, bool) or not isinstance(recorded, (int, float)):
             raise AsrprivError(f"{path} records no clip bound (clip_l2): give {arg('clip')} C")
         clip = float(recorded)
-    if not math.isfinite(clip) or clip <= 0:
-        raise AsrprivError(f"{arg('clip')} must be finite and > 0")
+    check_clip(clip)
     privacy = Inputs(allow_seeded).add_payload(path, payload)
     _, norm, _ = gaussian.noisy_delta(state, noise_multiplier, clip, gaussian.NoiseSource(seed))
     extra = {k: v for k, v in payload.items()

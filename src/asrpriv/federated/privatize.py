@@ -41,6 +41,7 @@ from dataclasses import dataclass
 from asrpriv.errors import AsrprivError, arg
 from asrpriv.federated import gaussian
 from asrpriv.privacy.history import Release, new_release_id
+from asrpriv.federated.clip import check_clip
 
 #: how much a client-clipped delta's norm may exceed C (float32 rounding) and still count as clipped
 CLIP_TOLERANCE = 1e-5
@@ -66,7 +67,9 @@ class DpSettings:
     def check(self) -> None:
         """Refuse incomplete or contradictory settings (AsrprivError)."""
         z = self.noise_multiplier
-        for name, value in ((arg("noise_multiplier"), z), (arg("clip"), self.clip),
+        if self.clip is not None:
+            check_clip(self.clip)
+        for name, value in ((arg("noise_multiplier"), z),
                             (arg("expected_clients"), self.expected_clients),
                             (arg("expected_weight"), self.expected_weight),
                             (arg("weight_cap"), self.weight_cap), (arg("sample_rate"), self.sample_rate)):
@@ -76,7 +79,7 @@ class DpSettings:
             raise AsrprivError(f"{arg('noise_multiplier')} must be >= 0")
         if not self.active:
             return
-        if self.clip is None or self.clip <= 0:
+        if self.clip is None:
             raise AsrprivError(f"client-level DP needs {arg('clip')} C > 0 (the L2 bound of each delta)")
         if (self.expected_clients is None) == (self.expected_weight is None):
             raise AsrprivError(f"client-level DP needs exactly one of {arg('expected_clients')} N or "

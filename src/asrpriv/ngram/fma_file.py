@@ -22,7 +22,8 @@ def adapt_arpa_file(arpa_path: str, adapt_path: str, output: str, beta: float = 
     from asrpriv.errors import AsrprivError
     from asrpriv.io.counts import read_counts
     from asrpriv.io.output import check_writable, open_output
-    from asrpriv.ngram.fma import adapt_arpa, marginals, small_pages, write_arpa_lines
+    from asrpriv.ngram.arpa_writer import write_arpa_lines
+    from asrpriv.ngram.fma import adapt_arpa, marginals, small_pages
     from asrpriv.ngram.packed import read_packed
     from asrpriv.talk import info, warn
     from asrpriv.privacy.state import to_meta

@@ -163,10 +163,32 @@ class TrainSettings:
 
 @dataclass
 class TrainResult:
-    """The trained model and, for a class LM, its class map."""
+    """The trained model and, for a class LM, its class map; ``seconds`` the step took;
+    ``vocab_given``: the words were mapped onto a given vocabulary."""
 
     model: TrainedModel
     class_map: object | None
+    seconds: float = 0.0
+    vocab_given: bool = False
+
+    def notes(self) -> list[str]:
+        """What ``train-ngram`` says on stderr: the classes (a class LM), then the counts,
+        the n-grams per order, each order's discounts and the time."""
+        lines = []
+        if self.class_map is not None:
+            lines.append("train-ngram: classes " + ", ".join(
+                f"{c} {len(rows)} words" for c, rows in sorted(self.class_map.classes().items())))
+        counts = self.model.counts
+        lines.append(
+            f"train-ngram: {counts.sentences} sentences, {counts.tokens} words"
+            + (f" ({counts.oov_tokens} mapped to <unk>)" if self.vocab_given else "")
+            + f"; n-grams {' '.join(str(c) for c in self.model.ngram_counts())}; "
+            + "discounts " + "; ".join(
+                f"{n}: " + ",".join(f"{d:.3f}" for d in est.discounts)
+                + (" (fallback)" if est.fallback else "")
+                for n, est in enumerate(self.model.orders, 1))
+            + f"; {self.seconds:.1f} s")
+        return lines
 
 
 def _warn_if_ids(sentences, path):
@@ -190,6 +212,9 @@ def train_ngram(s: TrainSettings) -> TrainResult:
     sentences of ``text``, written as ARPA (log10); with ``classes_out`` a class LM
     (paper 003 §2.2) and its membership file."""
     import math
+    import time
+
+    start = time.perf_counter()
 
     from asrpriv.errors import AsrprivError, InputError
     from asrpriv.io.output import open_output
@@ -239,4 +264,4 @@ def train_ngram(s: TrainSettings) -> TrainResult:
     if class_map is not None:
         with open_output(s.classes_out) as out:
             class_map.write(out)
-    return TrainResult(model, class_map)
+    return TrainResult(model, class_map, time.perf_counter() - start, s.vocab is not None)

@@ -45,6 +45,16 @@ class ApproxResult:
     scoring_seconds: float
     seconds: float
 
+    @property
+    def tokens_per_second(self) -> float:
+        return self.tokens / max(self.scoring_seconds, 1e-9)
+
+    def summary(self) -> str:
+        """The line ``approx-ngram`` says on stderr."""
+        return (f"approx-ngram: {self.sentences} sentences, {self.tokens} tokens scored in "
+                f"{self.scoring_seconds:.1f} s ({self.tokens_per_second:.0f} tokens/s); n-grams "
+                + " ".join(str(n) for n in self.ngrams) + f"; total {self.seconds:.1f} s")
+
 
 def approx_ngram(s: ApproxSettings, info: Callable[[str], None] | None = None) -> ApproxResult:
     """The step ``approx-ngram``: for every token of ``text`` (its words and each sentence's

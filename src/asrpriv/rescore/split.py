@@ -81,3 +81,9 @@ def split_nbest(path: str, parts: int, output_dir: str, clients: str | None = No
 
         client_of = read_map(utt2client, "client")
     return split_by_client(path, parts, output_dir, keep, drop, max_per_client, client_of)
+
+
+def split_summary(sizes: list[dict[str, int]]) -> str:
+    """The line ``split-nbest`` says on stderr: clients, and utterances per part."""
+    return (f"split-nbest: {len(sizes[0]) if sizes else 0} client(s); utterances per part: "
+            f"{' '.join(str(sum(s.values())) for s in sizes)}")
