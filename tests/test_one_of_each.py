@@ -132,3 +132,23 @@ def test_score_hypotheses_uses_rescore_nbests_weight_rule(tmp_path):
     assert scored[0].score == pytest.approx(-1.0 + 7.0 * scored[0].ngram_score + 3.0)
     with pytest.raises(AsrprivError, match="^nnlm_weight must lie in \\[0, 1\\], got 2.0$"):
         api.score_hypotheses(["okay"], ngram=str(arpa), nnlm_weight=2.0)
+
+
+def test_one_seed_rule():
+    """Round t of draw d from base S: S * 100000 + d * 1000 + t, for FMP and Flower alike."""
+    from asrpriv.federated.fmp import FmpSettings
+    from asrpriv.federated.seeds import derive_seed
+
+    assert derive_seed(None, 3) is None
+    assert derive_seed(7, 0) == 700000 and derive_seed(7, 12) == 700012
+    assert derive_seed(7, 12, draw=2) == 702012
+    seeds = {derive_seed(s, t, d) for s in (1, 2) for d in range(3) for t in (0, 1, 999)}
+    assert len(seeds) == 18  # no two rounds or draws share a seed
+    with pytest.raises(AsrprivError):
+        derive_seed(1, 1000)
+    assert FmpSettings(noise_seed=5).round_seed(3) == 500003
+    assert FmpSettings().round_seed(3) is None
+    flower = pytest.importorskip("asrpriv_flower.settings")
+    settings = flower.FlSettings(init="m.pt", train="t.tsv", run_dir="r", rounds=2,
+                                 sample_rate=0.5, seed=3)
+    assert settings.round_seed(3, 4) == derive_seed(3, 4) == 300004

@@ -38,8 +38,6 @@ from typing import Callable, Iterable
 
 from asrpriv.errors import AsrprivError, arg
 
-#: the noise seed of round t is seed * NOISE_SEED_STRIDE + t
-NOISE_SEED_STRIDE = 1000
 #: the grid of the counts' per-utterance bound (count-unigrams --grid's default)
 COUNT_GRID = 2.0 ** -10
 
@@ -55,7 +53,7 @@ class FmpSettings:
         epsilon: None = no DP; else each round's new counts are released with this epsilon.
         max_l1: with DP, the per-utterance L1 bound of the counts (pseudo-counts).
         noise_seed: None = noise from the OS's secure source; an int makes it repeatable and
-            NOT private (round t uses noise_seed * 1000 + t).
+            NOT private (round t uses noise_seed * 100000 + t: asrpriv.federated.seeds).
         allow_seeded: accept counts with seeded noise (tests only).
     """
 
@@ -94,7 +92,9 @@ class FmpSettings:
 
     def round_seed(self, t: int) -> int | None:
         """The noise seed of round ``t`` (None: the OS's secure source)."""
-        return None if self.noise_seed is None else self.noise_seed * NOISE_SEED_STRIDE + t
+        from asrpriv.federated.seeds import derive_seed
+
+        return derive_seed(self.noise_seed, t)
 
 
 # ---------------------------------------------------------------------------- client side
