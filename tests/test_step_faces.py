@@ -142,23 +142,28 @@ def case_rescore_nbest(d, a, c):
 
 def case_tune_weights(d, a, c):
     grids = {"lm_weights": "0:10:5", "nnlm_weights": "0", "word_penalties": "-1,0"}
-    api.tune_weights(str(d / "nbest.tsv"), str(d / "ref.txt"), **grids, output=str(a))
+    outcome = api.tune_weights(api.TuneSettings(str(d / "nbest.tsv"), str(d / "ref.txt"), **grids,
+                                                output=str(a)))
+    assert outcome.summary().startswith("tune-weights: 6 grid points on ")
     _cli("tune-weights", "-q", "--ref", str(d / "ref.txt"), "--lm-weights", "0:10:5",
          "--nnlm-weights", "0", "--word-penalties", "-1,0", str(d / "nbest.tsv"), "-o", str(c))
     _same(a, c)
 
 
 def case_split_nbest(d, a, c):
-    api.split_nbest(str(d / "nbest.tsv"), 2, str(a), max_per_client=3)
+    result = api.split_nbest(api.SplitSettings(str(d / "nbest.tsv"), 2, str(a), max_per_client=3))
     _cli("split-nbest", "-q", "--parts", "2", "--max-per-client", "3", str(d / "nbest.tsv"),
          "-o", str(c))
     for k in range(2):
         _same(a / f"part-{k}.tsv", c / f"part-{k}.tsv")
+    assert [sum(s.values()) for s in result.sizes] == [
+        len(api.read_nbest(str(c / f"part-{k}.tsv"))) for k in range(2)]
 
 
 def case_sample_clients(d, a, c):
     (d / "clients").write_text("".join(f"c{i:02d}\n" for i in range(40)))
-    _, chosen = api.sample_clients(str(d / "clients"), 0.5, 3, seed=7, output=str(a))
+    chosen = api.sample_clients(api.SampleSettings(str(d / "clients"), 0.5, 3, seed=7,
+                                                   output=str(a))).chosen
     _cli("sample-clients", "-q", "--rate", "0.5", "--round", "3", "--seed", "7",
          str(d / "clients"), "-o", str(c))
     _same(a, c)

@@ -44,9 +44,11 @@ word errors as score-wer does.
 @common_options
 def tune_weights(nbest, ref_path, lm_weights, nnlm_weights, word_penalties, output) -> None:
     from asrpriv.commands.options import info, warn
-    from asrpriv.rescore.tune import tune_weights as run
+    from asrpriv.rescore.tune import TuneSettings, tune_weights as run
 
-    outcome = run(nbest, ref_path, lm_weights, nnlm_weights, word_penalties, output, warn=warn)
+    outcome = run(TuneSettings(nbest=nbest, ref=ref_path, lm_weights=lm_weights,
+                               nnlm_weights=nnlm_weights, word_penalties=word_penalties,
+                               output=output), warn=warn)
     info(outcome.summary())
     if outcome.edge:
         warn(outcome.edge_warning())

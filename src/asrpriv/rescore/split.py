@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 
 from asrpriv.errors import InputError, arg
 from asrpriv.io.nbest import NbestReader, write_header, write_rows
@@ -58,13 +59,45 @@ def split_by_client(path: str, parts: int, output_dir: str, keep: set[str] | Non
     return sizes
 
 
-def split_nbest(path: str, parts: int, output_dir: str, clients: str | None = None,
-                exclude_clients: str | None = None, max_per_client: int | None = None,
-                utt2client: str | None = None) -> list[dict[str, int]]:
+@dataclass
+class SplitSettings:
+    """The settings of ``split-nbest``: the N-best TSV ``input``, ``parts`` per client,
+    ``output_dir`` (``part-K.tsv`` files), client selection (``clients``/``exclude_clients``:
+    ids separated by commas or spaces), ``max_per_client`` utterances, and ``utt2client``
+    (a Kaldi map; default: the TSV's client column)."""
+
+    input: str = "-"
+    parts: int = 2
+    output_dir: str = "split"
+    clients: str | None = None
+    exclude_clients: str | None = None
+    max_per_client: int | None = None
+    utt2client: str | None = None
+
+
+@dataclass
+class SplitResult:
+    """Per part, the utterances of each client."""
+
+    sizes: list[dict[str, int]]
+
+    def summary(self) -> str:
+        """The line ``split-nbest`` says on stderr: clients, and utterances per part."""
+        return split_summary(self.sizes)
+
+
+def split_nbest(s: SplitSettings) -> SplitResult:
     """The step ``split-nbest``: cut each client's utterances into ``parts`` contiguous,
     time-ordered pieces; part k (``output_dir/part-K.tsv``) holds every client's k-th piece
-    (000 Sec. 3.2). ``clients``/``exclude_clients``: ids separated by commas or spaces.
-    Returns, per part, utterances per client."""
+    (000 Sec. 3.2)."""
+    return SplitResult(split_file(s.input, s.parts, s.output_dir, s.clients, s.exclude_clients,
+                                  s.max_per_client, s.utt2client))
+
+
+def split_file(path: str, parts: int, output_dir: str, clients: str | None = None,
+               exclude_clients: str | None = None, max_per_client: int | None = None,
+               utt2client: str | None = None) -> list[dict[str, int]]:
+    """:func:`split_nbest` on plain arguments; returns, per part, utterances per client."""
     from asrpriv.errors import AsrprivError
 
     if parts < 1:

@@ -242,12 +242,33 @@ class TuneOutcome:
                 if edge else None)
 
 
-def tune_weights(nbest: str, ref: str, lm_weights: str = "0:20:0.5",
-                 nnlm_weights: str = "0:1:0.1", word_penalties: str = "-10:10:0.5",
-                 output: str | None = "-", warn=None) -> TuneOutcome:
-    """The step ``tune-weights``: the grid point (START:STOP:STEP, a,b,c or one value per
-    weight) with the fewest 1-best word errors against ``ref`` (Kaldi text), written as a
-    weights file to ``output`` (None: not written) for ``rescore-nbest --weights``."""
+@dataclass
+class TuneSettings:
+    """The settings of ``tune-weights``: the scored N-best TSV ``nbest`` (``-``: stdin), the
+    references ``ref`` (Kaldi text), the three grids (START:STOP:STEP, a,b,c or one value) and
+    ``output`` (the weights file; ``-``: stdout, None: not written)."""
+
+    nbest: str = "-"
+    ref: str = "-"
+    lm_weights: str = "0:20:0.5"
+    nnlm_weights: str = "0:1:0.1"
+    word_penalties: str = "-10:10:0.5"
+    output: str | None = "-"
+
+
+def tune_weights(s: TuneSettings, warn=None) -> TuneOutcome:
+    """The step ``tune-weights``: the grid point with the fewest 1-best word errors against
+    the references, written as a weights file for ``rescore-nbest --weights``."""
+    return tune_files(s.nbest, s.ref, s.lm_weights, s.nnlm_weights, s.word_penalties, s.output,
+                      warn=warn)
+
+
+def tune_files(nbest: str, ref: str, lm_weights: str = "0:20:0.5",
+               nnlm_weights: str = "0:1:0.1", word_penalties: str = "-10:10:0.5",
+               output: str | None = "-", warn=None) -> TuneOutcome:
+    """:func:`tune_weights` on plain arguments: the grid point (START:STOP:STEP, a,b,c or one
+    value per weight) with the fewest 1-best word errors against ``ref`` (Kaldi text), written
+    as a weights file to ``output`` (None: not written) for ``rescore-nbest --weights``."""
     from asrpriv.io.kaldi import read_text
     from asrpriv.io.output import open_output
     from asrpriv.rescore.combine import write_weights
