@@ -113,13 +113,17 @@ def case_fma_adapt(d, a, c):
          "--beta", "0.5", "-o", str(c) + ".arpa")
     _same(Path(str(a) + ".arpa"), Path(str(c) + ".arpa"))
     # the one entry: each mode with its own default beta (0.25 factors, 0.5 ARPA)
-    api.fma_adapt(api.FmaAdaptSettings(background=str(d / "bg.counts"),
-                                       global_counts=str(d / "nb.counts"),
-                                       personal=str(d / "nb.counts"), alpha=0.5,
-                                       output=str(a) + ".f"))
+    factors = api.fma_adapt(api.FmaAdaptSettings(background=str(d / "bg.counts"),
+                                                 global_counts=str(d / "nb.counts"),
+                                                 personal=str(d / "nb.counts"), alpha=0.5,
+                                                 output=str(a) + ".f"))
+    assert (factors.mode, factors.beta) == ("factors", 0.25)
     _cli("fma-adapt", "-q", "--background", str(d / "bg.counts"), "--global", str(d / "nb.counts"),
          "--personal", str(d / "nb.counts"), "--alpha", "0.5", "--beta", "0.25", "-o", str(c) + ".f")
     _same(Path(str(a) + ".f"), Path(str(c) + ".f"))
+    written = api.read_factors(str(c) + ".f")[1]
+    assert sorted(factors.factors) == sorted(written)
+    assert all(abs(factors.factors[w] - written[w]) < 1e-6 for w in written)
     api.fma_adapt(api.FmaAdaptSettings(arpa=str(d / "lm2.arpa"), adapt=str(d / "nb.counts"),
                                        output=str(a) + ".e.arpa"))
     _same(Path(str(a) + ".e.arpa"), Path(str(c) + ".arpa"))

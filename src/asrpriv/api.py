@@ -89,7 +89,7 @@ _LAZY_MODULES: dict[str, tuple[str, ...]] = {
     "asrpriv.unigram.aggregate": ("aggregate_files",),
     "asrpriv.unigram.fma": ("fma_factors_files",),
     "asrpriv.ngram.fma_file": ("adapt_arpa_file",),
-    "asrpriv.ngram.fma_step": ("fma_adapt", "FmaAdaptSettings"),
+    "asrpriv.ngram.fma_step": ("fma_adapt", "FmaAdaptSettings", "FmaAdaptResult"),
     "asrpriv.federated.aggregate_step": ("aggregate", "AggregateSettings", "AggregateResult"),
     "asrpriv.federated.noise_step": ("add_noise", "AddNoiseSettings", "AddNoiseResult"),
     "asrpriv.privacy.report": ("privacy_report", "PrivacyReportSettings", "PrivacyReport"),

@@ -53,9 +53,19 @@ class FmaAdaptSettings:
         return "arpa" if self.arpa is not None else "factors"
 
 
-def fma_adapt(s: FmaAdaptSettings):
-    """The step ``fma-adapt``: the adapted ARPA (ARPA mode; returns None) or the factors
-    (factor mode; returns ``(meta, word -> ln factor)``)."""
+@dataclass
+class FmaAdaptResult:
+    """What ``fma-adapt`` wrote: the mode, the beta it used, and in factor mode the factors'
+    metadata and the factors (word -> natural-log factor); None in ARPA mode."""
+
+    mode: str
+    beta: float
+    meta: dict | None = None
+    factors: dict | None = None
+
+
+def fma_adapt(s: FmaAdaptSettings) -> FmaAdaptResult:
+    """The step ``fma-adapt``: the adapted ARPA (ARPA mode) or the factors (factor mode)."""
     beta = DEFAULT_BETA[s.mode] if s.beta is None else s.beta
     if s.mode == "arpa":
         from asrpriv.ngram.fma_file import adapt_arpa_file
@@ -65,10 +75,10 @@ def fma_adapt(s: FmaAdaptSettings):
         if s.global_counts is not None or s.personal is not None:
             raise AsrprivError(f"{arg('global_counts')}/{arg('personal')} belong to factor mode; with "
                                f"{arg('arpa')} give {arg('adapt')}")
-        return adapt_arpa_file(s.arpa, s.adapt, s.output, beta=beta, reversed_=s.reversed_,
-                               prior=s.prior, background_path=s.background,
-                               oov_to_unk=s.oov_to_unk, precision=s.precision,
-                               allow_seeded=s.allow_seeded)
+        adapt_arpa_file(s.arpa, s.adapt, s.output, beta=beta, reversed_=s.reversed_,
+                        prior=s.prior, background_path=s.background, oov_to_unk=s.oov_to_unk,
+                        precision=s.precision, allow_seeded=s.allow_seeded)
+        return FmaAdaptResult("arpa", beta)
     if s.adapt is not None or s.reversed_:
         raise AsrprivError(f"{arg('adapt')} and {arg('reversed_')} need {arg('arpa')} (ARPA mode)")
     if s.background is None:
@@ -76,5 +86,6 @@ def fma_adapt(s: FmaAdaptSettings):
                            f"BG.arpa {arg('adapt')} COUNTS (ARPA mode)")
     from asrpriv.unigram.fma import fma_factors_files
 
-    return fma_factors_files(s.background, s.global_counts, s.personal, s.alpha, beta, s.lam,
-                             s.smoothing, s.allow_seeded, s.output)
+    meta, factors = fma_factors_files(s.background, s.global_counts, s.personal, s.alpha, beta,
+                                      s.lam, s.smoothing, s.allow_seeded, s.output)
+    return FmaAdaptResult("factors", beta, dict(meta), dict(factors))
