@@ -1,5 +1,5 @@
 """Writing a back-off model as ARPA text, fast: :func:`write_arpa_lines` (the writer of
-``fma-adapt --arpa`` and of static mixtures), byte-identical to :meth:`MixedArpa.write`.
+``fma-adapt --arpa``), byte-identical to :meth:`MixedArpa.write`.
 
 Rows are built in numpy where the format allows it (:class:`_RowWriter`, 6-8 digits after the
 point), else one ``%`` formatting per chunk of rows; ``tests/test_arpa_bulk.py`` compares both
@@ -11,7 +11,6 @@ from __future__ import annotations
 import numpy as np
 
 from asrpriv.ngram.mix import LOG10_ZERO, MixedArpa
-from asrpriv.ngram.packed import lookup
 
 
 def write_arpa_lines(out, model: MixedArpa, precision: int | None = 7, chunk: int = 1 << 16) -> None:
