@@ -241,3 +241,32 @@ def test_no_talk_about_an_nnlm_that_is_not_in_use(small):
     res = _bash(f"{a} rescore-nbest --nnlm tiny.pt --ngram lm.arpa --threads 1 nbest.tsv "
                 f"-o /dev/null", small)
     assert b"nnlm_weight=" in res.stderr  # in use: said
+
+
+def test_rescore_nbest_knows_its_total(tmp_path):
+    """rescore-nbest's meter counts hypotheses against the rows of its (plain) inputs: the
+    total that makes the ETA; unknown (None) for stdin and compressed input."""
+    from asrpriv.rescore.pipeline import expected_rows
+
+    rows = (AMI / "dev" / "nbest.tsv").read_text(encoding="utf-8").splitlines()
+    a, b = tmp_path / "a.tsv", tmp_path / "b.tsv"
+    a.write_text("\n".join(rows[:31]) + "\n", encoding="utf-8")
+    b.write_text("\n".join([rows[0], "#note=1", *rows[31:41]]), encoding="utf-8")  # no final \n
+    assert expected_rows([str(a)]) == 30 and expected_rows([str(a), str(b)]) == 40
+    assert expected_rows(["-"]) is None and expected_rows([str(a), "x.tsv.gz"]) is None
+    assert expected_rows([str(tmp_path)]) is None
+
+
+def test_a_shown_rescore_meter_gets_the_total(tmp_path):
+    from asrpriv.progress import Progress
+    from asrpriv.rescore.pipeline import RescoreSettings, rescore_nbest
+
+    rows = (AMI / "dev" / "nbest.tsv").read_text(encoding="utf-8").splitlines()[:41]
+    (tmp_path / "n.tsv").write_text("\n".join(rows) + "\n", encoding="utf-8")
+    shown, hidden = Progress("hyps", enabled=True), Progress("hyps", enabled=False)
+    for meter in (shown, hidden):
+        rescore_nbest(RescoreSettings(inputs=[str(tmp_path / "n.tsv")], reuse_scores=True,
+                                      lm_weight=1.0, output=str(tmp_path / "o.tsv")),
+                      progress=meter)
+    assert shown.total == 40 and shown.done == 40 and "ETA" in shown.line()
+    assert hidden.total is None and hidden.done == 40  # nothing counted for a hidden meter

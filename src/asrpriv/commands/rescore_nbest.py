@@ -139,7 +139,7 @@ def rescore_nbest(ctx: click.Context, inputs, nnlm, ngram, class_files, ngram_we
         batch_tokens=batch_tokens, max_words=max_words, unk_penalty=unk_penalty,
         chunk_utts=chunk_utts, output=output, allow_seeded=allow_seeded,
         drop_tokens=drop_tokens, precision=precision, mixture_weights=mixture_weights)
-    with Progress("utt") as progress:
+    with Progress("hyps") as progress:
         result = run(settings, verbose=is_verbose(), progress=progress)
     for line in result.notes(verbose=is_verbose()):
         info(line)

@@ -18,6 +18,7 @@ again (``reuse_scores``) with the first-pass information intact.
 from __future__ import annotations
 
 import math
+import os
 from dataclasses import dataclass
 from typing import IO, Iterable, Sequence
 
@@ -297,7 +298,7 @@ class Rescorer:
         self.stats.hypotheses += n
         self.stats.words += sum(len(h.words) for h in hyps)
         if progress is not None:
-            progress.update(len(chunk), postfix=f"{self.stats.hypotheses} hyps")
+            progress.update(n, postfix=f"{self.stats.utterances} utt")
 
 
 def iter_inputs(inputs: Iterable[str]) -> list[str]:
@@ -418,6 +419,33 @@ def resolve_weights(s: RescoreSettings):
     return weights
 
 
+def expected_rows(inputs: Sequence[str]) -> int | None:
+    """The hypotheses the inputs hold, for a progress meter's total and ETA: data lines (not
+    the header or ``#`` lines) of plain regular files, counted in bytes; None when an input is
+    stdin, a pipe or compressed (unknown without reading it)."""
+    import stat
+
+    total = 0
+    for path in inputs:
+        if path == "-" or str(path).endswith(".gz"):
+            return None
+        try:
+            if not stat.S_ISREG(os.stat(path).st_mode):
+                return None
+            with open(path, "rb") as stream:
+                lines = comments = 0
+                tail = b"\n"
+                for block in iter(lambda: stream.read(1 << 20), b""):
+                    lines += block.count(b"\n")
+                    comments += block.count(b"\n#")
+                    tail = block[-1:]
+        except OSError:
+            return None
+        lines += tail != b"\n"  # a last line without its newline
+        total += max(lines - 1 - comments, 0)  # the header
+    return total
+
+
 def check_rescore_settings(s: RescoreSettings) -> None:
     """The checks of rescore-nbest's settings that need no file."""
     for name in ("lm_weight", "word_penalty", "unk_penalty"):
@@ -525,6 +553,9 @@ def rescore_nbest(s: RescoreSettings, verbose: bool = False, progress=None) -> R
     untuned = s.weights is None and s.lm_weight is None and s.nnlm_weight is None \
         and s.word_penalty is None
     with open_output(s.output) as out, abort_marker(out, s.output in (None, "-")) as marked:
+        if progress is not None and getattr(progress, "enabled", False) \
+                and getattr(progress, "total", 0) is None:
+            progress.total = expected_rows(inputs)  # a shown meter's done/total and ETA
         stats = rescorer.run(inputs, marked, progress)
     return RescoreResult(stats, weights, rescorer.layout,
                          factors.summary() if factors is not None else None, untuned,
