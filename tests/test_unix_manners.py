@@ -270,3 +270,26 @@ def test_a_shown_rescore_meter_gets_the_total(tmp_path):
                       progress=meter)
     assert shown.total == 40 and shown.done == 40 and "ETA" in shown.line()
     assert hidden.total is None and hidden.done == 40  # nothing counted for a hidden meter
+
+
+def test_finetune_meter_total_is_the_tokens_of_an_epoch(tmp_path):
+    """Each epoch's meter ends at its total: every word and every </s> predicted once."""
+    from asrpriv.federated.finetune import FinetuneRequest, run_finetune
+    from asrpriv.progress import Progress
+
+    text = (AMI / "train_text").read_text(encoding="utf-8").splitlines()[:40]
+    (tmp_path / "t.txt").write_text("\n".join(text) + "\n", encoding="utf-8")
+    meters = []
+
+    def meter():
+        meters.append(Progress("tokens", enabled=False))
+        return meters[-1]
+
+    run_finetune(FinetuneRequest(train_path=str(tmp_path / "t.txt"), ids=True, public=True,
+                                 output=str(tmp_path / "m.pt"), arch="lstm",
+                                 model_options={"emb_dim": 8, "hidden_dim": 8, "layers": 1},
+                                 overrides={"epochs": 2}, min_count=1, seed=1, threads=1),
+                 progress=meter)
+    words = sum(len(line.split()) - 1 for line in text)
+    assert len(meters) == 2
+    assert all(m.total == words + len(text) == m.done for m in meters)

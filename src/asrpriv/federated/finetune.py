@@ -84,7 +84,9 @@ def run_finetune(req: FinetuneRequest, progress: Callable[[], object] | None = N
          f"{settings['optimizer']} lr {settings['lr']:g}, batch {settings['batch_size']} "
          f"({'sentences' if settings['batch_by'] == 'sentences' else 'sentences on average, by tokens'}), "
          f"{settings['epochs']} epoch(s), confidence {req.confidence}, train {req.train_only}")
-    on_step, on_epoch = _epoch_talk(progress, talk)
+    # every sentence's words and its </s> are predicted once per epoch (hard:C drops some)
+    per_epoch = None if str(req.confidence).startswith("hard") else corpus.words + len(corpus)
+    on_step, on_epoch = _epoch_talk(progress, talk, per_epoch)
     update = None
     if init is not None:  # the client update of the many-clients mode, for one client
         update = client.client_update(
@@ -165,9 +167,10 @@ def _start_model(req: FinetuneRequest, corpus):
     return None, model, vocab, config
 
 
-def _epoch_talk(progress, talk):
+def _epoch_talk(progress, talk, per_epoch: int | None = None):
     """``(on_step, on_epoch)`` for the training loop: a progress meter per epoch (made on its
-    first step) and one line per finished epoch."""
+    first step; ``per_epoch`` tokens, when known, its total: done/total and an ETA) and one
+    line per finished epoch."""
     bar = [None]  # the current epoch's progress meter, made on its first step
 
     def on_step(ntok: int, ppl: float | None) -> None:
@@ -175,6 +178,8 @@ def _epoch_talk(progress, talk):
             return
         if bar[0] is None:
             bar[0] = progress()
+            if getattr(bar[0], "total", 0) is None:
+                bar[0].total = per_epoch
         bar[0].update(ntok, None if ppl is None else f"loss {math.log(ppl):.3f} ppl {ppl:.1f}")
 
     def on_epoch(rec: dict) -> None:
