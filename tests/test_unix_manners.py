@@ -293,3 +293,19 @@ def test_finetune_meter_total_is_the_tokens_of_an_epoch(tmp_path):
     words = sum(len(line.split()) - 1 for line in text)
     assert len(meters) == 2
     assert all(m.total == words + len(text) == m.done for m in meters)
+
+
+def test_lm_files_from_stdin(small):
+    """An LM read twice (sniffed, then loaded) may still come from a pipe: '-' is copied once
+    into a temporary file; the result equals the file's; two '-' are refused."""
+    a = _asrpriv()
+    for step, args in (("perplexity", "--ids --lm {lm} ktext"),
+                       ("rescore-nbest", "--ngram {lm} --lm-weight 8 nbest.tsv"),
+                       ("fma-adapt", "--arpa {lm} --adapt nb.counts --beta 0.5")):
+        from_file = _bash(f"{a} {step} -q {args.format(lm='lm.arpa')}", small).stdout
+        piped = _bash(f"cat lm.arpa | {a} {step} -q {args.format(lm='-')}", small).stdout
+        assert piped == from_file and piped, step
+    both = _bash(f"{a} perplexity -q --lm - - < lm.arpa", small, check=False)
+    assert both.returncode == 2 and b"only one input can come from standard input" in both.stderr
+    bad = _bash(f"echo nonsense | {a} rescore-nbest -q --ngram - nbest.tsv", small, check=False)
+    assert bad.returncode == 2 and b"<stdin>" in bad.stderr and b"asrpriv-stdin" not in bad.stderr

@@ -28,6 +28,16 @@ def finetune_lm(req, progress: Callable | None = None, talk: Callable[[str], Non
         The by-client summary (``written``, ``words``, ``clipped``, ``skipped``) with
         ``by_client``; else what :func:`~asrpriv.federated.finetune.run_finetune` returns.
     """
+    import dataclasses
+
+    from asrpriv.io.lines import stdin_spooled
+
+    # the start model given as '-' is read from standard input (copied once: read twice)
+    with stdin_spooled(req.init_path, streamed=(req.train_path, req.valid_path)) as (init,):
+        return _finetune_lm(dataclasses.replace(req, init_path=init), progress, talk, warn)
+
+
+def _finetune_lm(req, progress, talk, warn):
     if talk is None:
         from asrpriv.talk import info as talk
     if warn is None:

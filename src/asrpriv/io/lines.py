@@ -31,7 +31,7 @@ import os
 import stat
 import sys
 import zlib
-from typing import BinaryIO, Iterator
+from typing import BinaryIO, Iterable, Iterator
 
 from asrpriv.errors import InputError, display_name
 
@@ -88,18 +88,20 @@ def require_regular_file(path: str, what: str) -> None:
 
 
 @contextlib.contextmanager
-def stdin_spooled(*paths: str | None) -> Iterator[list[str | None]]:
+def stdin_spooled(*paths: str | None, streamed: Iterable[str | None] = ()) -> Iterator[list[str | None]]:
     """``-`` (standard input) as a regular file, for readers that need one (they read it
-    twice, or seek): standard input is copied once into a temporary file that is removed
-    afterwards, and the paths are yielded with ``-`` replaced by it. Errors that name the
-    temporary file name ``<stdin>`` instead. At most one of ``paths`` may be ``-``.
+    twice, or seek: LM and model files, importers): standard input is copied once into a
+    temporary file that is removed afterwards, and the paths are yielded with ``-`` replaced
+    by it. Errors that name the temporary file name ``<stdin>`` instead. At most one of
+    ``paths`` and the step's ``streamed`` inputs (read once, front to back, so they stay on
+    stdin unspooled) may be ``-``.
     """
     import shutil
     import tempfile
 
     from asrpriv.errors import AsrprivError
 
-    if sum(str(p) == "-" for p in paths if p is not None) > 1:
+    if sum(str(p) == "-" for p in (*paths, *streamed) if p is not None) > 1:
         raise AsrprivError("only one input can come from standard input ('-')")
     if not any(p is not None and str(p) == "-" for p in paths):
         yield list(paths)

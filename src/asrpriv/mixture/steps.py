@@ -64,6 +64,17 @@ class PerplexitySettings:
 
 
 def perplexity(s: PerplexitySettings, warn=None) -> dict:
+    """The step ``perplexity`` (:func:`_perplexity`); an LM given as ``-`` is read from
+    standard input (copied once: LM files are read twice)."""
+    import dataclasses
+
+    from asrpriv.io.lines import stdin_spooled
+
+    with stdin_spooled(*s.lm_paths, streamed=(s.text,)) as lm_paths:
+        return _perplexity(dataclasses.replace(s, lm_paths=tuple(lm_paths)), warn)
+
+
+def _perplexity(s: PerplexitySettings, warn=None) -> dict:
     """The step ``perplexity``: ppl = exp(-logprob / (words + sentences)), logprob the
     natural-log total; returns the summary (also OOV rate, SRILM's ppl and ppl1) and writes
     it to ``output`` (a line, or JSON with ``as_json``; None: not written)."""
@@ -176,6 +187,19 @@ class InterpolateResult:
 
 def interpolate(s: InterpolateSettings, info=None, warn=None,
                 on_report=None) -> InterpolateResult:
+    """The step ``interpolate`` (:func:`_interpolate`); an LM given as ``-`` is read from
+    standard input (copied once)."""
+    import dataclasses
+
+    from asrpriv.io.lines import stdin_spooled
+
+    with stdin_spooled(*s.lm_paths, streamed=(s.heldout,)) as lm_paths:
+        return _interpolate(dataclasses.replace(s, lm_paths=tuple(lm_paths)), info, warn,
+                            on_report)
+
+
+def _interpolate(s: InterpolateSettings, info=None, warn=None,
+                 on_report=None) -> InterpolateResult:
     """The step ``interpolate`` (paper 003 Eq. 3): interpolation weights by EM on held-out
     text, P(w|h) = sum_k w_k P_k(w|h) per word; a static ARPA mixture of n-gram LMs.
     ``on_report(report)`` is called with the EM report before the mixture is written (the

@@ -65,7 +65,18 @@ class FmaAdaptResult:
 
 
 def fma_adapt(s: FmaAdaptSettings) -> FmaAdaptResult:
-    """The step ``fma-adapt``: the adapted ARPA (ARPA mode) or the factors (factor mode)."""
+    """The step ``fma-adapt``: the adapted ARPA (ARPA mode) or the factors (factor mode). The
+    ARPA given as ``-`` is read from standard input (copied once: it is read twice)."""
+    import dataclasses
+
+    from asrpriv.io.lines import stdin_spooled
+
+    with stdin_spooled(s.arpa, streamed=(s.adapt, s.background, s.global_counts,
+                                         s.personal)) as (arpa,):
+        return _fma_adapt(dataclasses.replace(s, arpa=arpa))
+
+
+def _fma_adapt(s: FmaAdaptSettings) -> FmaAdaptResult:
     beta = DEFAULT_BETA[s.mode] if s.beta is None else s.beta
     if s.mode == "arpa":
         from asrpriv.ngram.fma_file import adapt_arpa_file

@@ -57,6 +57,17 @@ class ApproxResult:
 
 
 def approx_ngram(s: ApproxSettings, info: Callable[[str], None] | None = None) -> ApproxResult:
+    """The step ``approx-ngram`` (:func:`_approx_ngram`); the model given as ``-`` is read
+    from standard input (copied once)."""
+    import dataclasses
+
+    from asrpriv.io.lines import stdin_spooled
+
+    with stdin_spooled(s.model, streamed=(s.text,)) as (model,):
+        return _approx_ngram(dataclasses.replace(s, model=model), info)
+
+
+def _approx_ngram(s: ApproxSettings, info: Callable[[str], None] | None = None) -> ApproxResult:
     """The step ``approx-ngram``: for every token of ``text`` (its words and each sentence's
     ``</s>``) the neural LM's probability given the whole sentence so far is assigned to the
     token's 1..N-gram and averaged per n-gram (probabilities, not logs); each context keeps

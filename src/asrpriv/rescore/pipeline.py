@@ -477,6 +477,18 @@ def check_rescore_settings(s: RescoreSettings) -> None:
 
 
 def rescore_nbest(s: RescoreSettings, verbose: bool = False, progress=None) -> RescoreResult:
+    """The step ``rescore-nbest`` (:func:`_rescore_nbest`); an LM (``ngram``, ``nnlm``) given
+    as ``-`` is read from standard input (copied once: LM files are read twice)."""
+    import dataclasses
+
+    from asrpriv.io.lines import stdin_spooled
+
+    with stdin_spooled(s.nnlm, *s.ngram, streamed=iter_inputs(s.inputs)) as (nnlm, *ngram):
+        return _rescore_nbest(dataclasses.replace(s, nnlm=nnlm, ngram=tuple(ngram)), verbose,
+                              progress)
+
+
+def _rescore_nbest(s: RescoreSettings, verbose: bool = False, progress=None) -> RescoreResult:
     """The step ``rescore-nbest``: score each hypothesis with the LMs (natural log), combine
     ``acoustic + lm_weight ((1 - w) lm + w nnlm) + word_penalty n_words``, re-rank, write
     ``output``. torch is imported only with ``nnlm`` or ``threads``; kenlm with ``ngram``."""
