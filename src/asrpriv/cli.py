@@ -210,7 +210,8 @@ def run_step(step: str, args: list[str]) -> None:
     entry, see docs/API.md)."""
     command = cli.get_command(click.Context(cli), step)
     try:
-        command.main(args=args, prog_name=f"asrpriv {step}", standalone_mode=False)
+        with spelled(_flag_of):  # errors name the flags, as on the command line
+            command.main(args=args, prog_name=f"asrpriv {step}", standalone_mode=False)
     except click.UsageError as err:
         raise AsrprivError(f"{step}: {err.format_message()}") from None
 
