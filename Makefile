@@ -33,13 +33,13 @@ demo: $(STAMP)
 	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" bash bin/fmp-experiment --reduced examples/data/ami out/demo
 
 # make bench: every benchmark with its defaults (16 min 24 s for the record of 2026-11-25 on the 2-core machine), each
-# recording into benchmarks/results.json; then the README's table is generated from that file.
+# recording into benchmarks/results.json; then docs/PERFORMANCE.md's table is generated from that file.
 BENCH_RESULTS := benchmarks/results.json
 bench: $(STAMP)
 	$(PY) benchmarks/_record.py start $(BENCH_RESULTS)
 	for b in benchmarks/bench_*.py; do ASRPRIV_BENCH_RESULTS=$(BENCH_RESULTS) $(PY) $$b || exit 1; done
 	$(PY) benchmarks/_record.py finish $(BENCH_RESULTS)
-	$(PY) benchmarks/table.py --readme README.md $(BENCH_RESULTS)
+	$(PY) benchmarks/table.py --readme docs/PERFORMANCE.md $(BENCH_RESULTS)
 
 clean:
 	rm -rf $(VENV) out build *.egg-info src/*.egg-info

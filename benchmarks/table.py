@@ -1,13 +1,14 @@
 #!/usr/bin/env python3
-"""The README's benchmark table, generated from ``benchmarks/results.json`` (``make bench``).
+"""The benchmark table of docs/PERFORMANCE.md, generated from ``benchmarks/results.json`` (``make bench``).
 
 Prints a Markdown table (one row per recorded benchmark: what it compares, the ratio best-of-N
 and the median per pair, the target, and whether it was met; a missed target says so in bold)
 under a line naming the machine, the commit and the load before/after. With ``--readme FILE``
 the text between ``<!-- bench-table:start -->`` and ``<!-- bench-table:end -->`` in FILE is
-replaced by it (atomically).
+replaced by it (atomically). The table lives in ``docs/PERFORMANCE.md`` (``TABLE_FILE``; the
+README is a front door and links to it); ``--readme`` keeps its name for the scripts that call it.
 
-    python benchmarks/table.py benchmarks/results.json [--readme README.md]
+    python benchmarks/table.py benchmarks/results.json [--readme docs/PERFORMANCE.md]
 """
 
 from __future__ import annotations
@@ -19,6 +20,8 @@ import sys
 from pathlib import Path
 
 START, END = "<!-- bench-table:start -->", "<!-- bench-table:end -->"
+#: the file that holds the generated table (relative to the repository root)
+TABLE_FILE = "docs/PERFORMANCE.md"
 #: rows the issue asks for that need a machine this record may not have had
 GPU_ROWS = {
     "finetune_clients_gpu": "finetune-lm --by-client on a GPU vs the CPU",
@@ -86,7 +89,8 @@ def replace_section(readme: Path, text: str) -> None:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("results", type=Path)
-    ap.add_argument("--readme", type=Path, help="replace the table section of this file")
+    ap.add_argument("--readme", type=Path, metavar="FILE",
+                    help=f"replace the table section of this file (the table's home: {TABLE_FILE})")
     args = ap.parse_args()
     try:
         data = json.loads(args.results.read_text(encoding="utf-8"))

@@ -1,10 +1,10 @@
 """The vectorized ARPA paths against their references, on random files and models.
 
-- reader: :func:`asrpriv.ngram.packed._read_bulk` (blocks, numpy tokens, SWAR numbers, hashed
-  word ids) must give the line reader's arrays bit for bit, whatever the spelling of the
+- reader: :func:`asrpriv.ngram.arpa_bulk.read_bulk` (the byte parser; blocks, numpy tokens,
+  SWAR numbers, hashed word ids) must give the line reader's arrays bit for bit, whatever the spelling of the
   numbers, the white space, the blocks a file is cut into, or gzip; and decline (None) every
   file the line reader rejects, so that the error comes from the line reader with its line;
-- writer: :func:`asrpriv.ngram.fma.write_arpa_lines` (numpy rows) must write the bytes of the
+- writer: :func:`asrpriv.ngram.arpa_writer.write_arpa_lines` (numpy rows) must write the bytes of the
   ``%``-template path, near-halves, negative zeros and huge numbers included.
 """
 
@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 from asrpriv.errors import InputError
-from asrpriv.ngram import fma, packed
+from asrpriv.ngram import arpa_bulk, arpa_writer, fma, packed
 from asrpriv.ngram.mix import MixedArpa, MixedOrder
 
 WORDS = ["<s>", "</s>", "<unk>", "a", "bb", "ccc", "abcdefgh", "abcdefghi", "abcdefghijklmnop",
@@ -110,8 +110,8 @@ def _assert_same(fast: packed.PackedArpa, slow: packed.PackedArpa) -> None:
 
 @pytest.mark.parametrize("block", [16, 100, 1 << 20])
 def test_bulk_reader_equals_line_reader_on_random_files(tmp_path, monkeypatch, block):
-    monkeypatch.setattr(packed, "_BLOCK", block)
-    monkeypatch.setattr(packed, "_GZ_READ", max(block // 3, 1))
+    monkeypatch.setattr(arpa_bulk, "_BLOCK", block)
+    monkeypatch.setattr(arpa_bulk, "_GZ_READ", max(block // 3, 1))
     for seed in range(60):
         text, _ = _random_arpa(seed)
         plain = tmp_path / f"r{seed}.arpa"
@@ -227,12 +227,12 @@ def test_row_writer_writes_the_percent_path_bytes(monkeypatch, precision):
     for seed in range(4):
         model = _random_model(seed)
         fast = io.BytesIO()
-        fma.write_arpa_lines(fast, model, precision, chunk=1000)
+        arpa_writer.write_arpa_lines(fast, model, precision, chunk=1000)
         with monkeypatch.context() as patch:
-            patch.setattr(fma._RowWriter, "format", lambda self, *args: None)
+            patch.setattr(arpa_writer._RowWriter, "format", lambda self, *args: None)
             slow = io.BytesIO()
-            fma.write_arpa_lines(slow, model, precision, chunk=1000)
+            arpa_writer.write_arpa_lines(slow, model, precision, chunk=1000)
         assert fast.getvalue() == slow.getvalue()
     text = io.StringIO()  # a text stream without a buffer gets the same text
-    fma.write_arpa_lines(text, model, precision, chunk=1000)
+    arpa_writer.write_arpa_lines(text, model, precision, chunk=1000)
     assert text.getvalue().encode("utf-8") == fast.getvalue()

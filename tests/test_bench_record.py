@@ -1,4 +1,4 @@
-"""The benchmark record (benchmarks/_record.py) and its README table (benchmarks/table.py)."""
+"""The benchmark record (benchmarks/_record.py) and its table in docs/PERFORMANCE.md (benchmarks/table.py)."""
 
 from __future__ import annotations
 
@@ -49,3 +49,25 @@ def test_target_parsing():
     met = _module("_record").target_met
     assert met(0.9, "<= 1.2x") and not met(1.3, "≤ 1.2x") and met(11, ">= 10x") and met(0.7, ">= 0.7x")
     assert met(1.0, "none") is None
+
+
+def test_the_table_lives_in_performance_md_and_table_py_regenerates_it(tmp_path):
+    """``make bench``'s last step rewrites the table where it now lives (docs/PERFORMANCE.md, not
+    the README): the markers are there, and regenerating from results.json leaves the file as it
+    is (the table was not edited by hand) while a copy with a stale table gets the new one."""
+    import subprocess
+
+    table = _module("table")
+    home = ROOT / table.TABLE_FILE
+    assert home == ROOT / "docs" / "PERFORMANCE.md"
+    text = home.read_text(encoding="utf-8")
+    assert text.count(table.START) == 1 and text.count(table.END) == 1
+    assert table.START not in (ROOT / "README.md").read_text(encoding="utf-8")
+    assert f"--readme {table.TABLE_FILE}" in (ROOT / "Makefile").read_text(encoding="utf-8")
+    stale = tmp_path / "PERFORMANCE.md"
+    head, rest = text.split(table.START, 1)
+    stale.write_text(f"{head}{table.START}\nold table\n{table.END}{rest.split(table.END, 1)[1]}",
+                     encoding="utf-8")
+    subprocess.run([sys.executable, str(ROOT / "benchmarks" / "table.py"), "--readme", str(stale),
+                    str(ROOT / "benchmarks" / "results.json")], check=True)
+    assert stale.read_text(encoding="utf-8") == text

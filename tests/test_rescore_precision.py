@@ -50,5 +50,5 @@ def test_bad_precision_refused(setup):
     from asrpriv.errors import AsrprivError
     from asrpriv.rescore.nnlm import NnlmScorer
 
-    with pytest.raises(AsrprivError, match="--precision must be fp32 or bf16"):
+    with pytest.raises(AsrprivError, match="precision must be fp32 or bf16"):
         NnlmScorer(str(setup[0]), precision="fp16")

@@ -48,5 +48,5 @@ def test_cli_sets_the_spin_before_torch_loads():
 
 def test_check_device():
     runtime.check_device("cpu")
-    with pytest.raises(AsrprivError, match="--device must be cpu or cuda"):
+    with pytest.raises(AsrprivError, match="device must be cpu or cuda"):
         runtime.check_device("tpu")

@@ -13,7 +13,7 @@ import sys
 import click
 
 from asrpriv import __version__
-from asrpriv.errors import AsrprivError, InternalError
+from asrpriv.errors import AsrprivError, InternalError, cli_flag, spelled
 
 #: step name -> "module:attribute" of its click command, and its one-line summary
 #: (kept here so that ``asrpriv --help`` lists steps without importing them).
@@ -100,7 +100,8 @@ class LazyGroup(click.Group):
 
     def invoke(self, ctx: click.Context):
         try:
-            return super().invoke(ctx)
+            with spelled(_flag_of):
+                return super().invoke(ctx)
         except AsrprivError as err:
             err.prog = f"asrpriv {ctx.invoked_subcommand or ''}".strip()
             if ctx.meta.get("asrpriv.verbose"):
@@ -128,6 +129,19 @@ class LazyGroup(click.Group):
                                     "(run with --verbose for a traceback)")
             wrapped.prog = f"asrpriv {ctx.invoked_subcommand or ''}".strip()
             raise StepFailed(wrapped) from None
+
+
+def _flag_of(argument: str) -> str:
+    """How the running step's messages name a library argument (:func:`asrpriv.errors.arg`):
+    by the step's flag where one of its options carries the argument's name (``--from`` for
+    ``source``), else ``--name-with-dashes``. The one place where arguments become flags."""
+    ctx = click.get_current_context(silent=True)
+    for param in getattr(getattr(ctx, "command", None), "params", ()):
+        if isinstance(param, click.Option) and param.name == argument:
+            longs = [o for o in param.opts if o.startswith("--")]
+            if longs:
+                return longs[0]
+    return cli_flag(argument)
 
 
 class StepFailed(click.ClickException):
@@ -196,13 +210,19 @@ def run_step(step: str, args: list[str]) -> None:
     entry, see docs/API.md)."""
     command = cli.get_command(click.Context(cli), step)
     try:
-        command.main(args=args, prog_name=f"asrpriv {step}", standalone_mode=False)
+        with spelled(_flag_of):  # errors name the flags, as on the command line
+            command.main(args=args, prog_name=f"asrpriv {step}", standalone_mode=False)
     except click.UsageError as err:
         raise AsrprivError(f"{step}: {err.format_message()}") from None
 
 
+#: exit status of a step stopped by Ctrl-C (SIGINT): 128 + 2, as a shell reports it
+EXIT_INTERRUPTED = 130
+
+
 class Terminated(BaseException):
-    """SIGTERM/SIGHUP arrived: unwinds the step (so atomic outputs remove their temp files)."""
+    """SIGINT/SIGTERM/SIGHUP arrived: unwinds the step (so atomic outputs remove their temp
+    files and leave the target as it was)."""
 
     def __init__(self, signum: int) -> None:
         super().__init__(signum)
@@ -218,7 +238,10 @@ def main(argv: list[str] | None = None) -> None:
 
     SIGTERM and SIGHUP raise :class:`Terminated` (a BaseException, so no handler mistakes it
     for an error of the step); once the step has unwound and cleaned up, the process ends
-    by the same signal, as a Unix tool killed by it would.
+    by the same signal, as a Unix tool killed by it would. SIGINT (Ctrl-C) unwinds the same
+    way and exits with status 130 (not click's "Aborted!" and 1): ``-o FILE`` is left as it was
+    and no temporary file survives. Where SIGINT was ignored when the process started (a
+    background job of a non-interactive shell), it stays ignored.
     """
     import os
 
@@ -230,9 +253,13 @@ def main(argv: list[str] | None = None) -> None:
     for name in ("SIGTERM", "SIGHUP"):
         if hasattr(signal, name):
             signal.signal(getattr(signal, name), _raise_terminated)
+    if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+        signal.signal(signal.SIGINT, _raise_terminated)
     try:
         cli.main(args=argv, prog_name="asrpriv")
     except Terminated as stop:
+        if stop.signum == signal.SIGINT:
+            sys.exit(EXIT_INTERRUPTED)
         signal.signal(stop.signum, signal.SIG_DFL)
         os.kill(os.getpid(), stop.signum)
         sys.exit(128 + stop.signum)

@@ -6,7 +6,10 @@ an internal failure with exit code 1. Only ``--verbose`` shows a traceback.
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import sys
+from typing import Callable, Iterator
 
 EXIT_USAGE = 2
 EXIT_INTERNAL = 1
@@ -77,3 +80,36 @@ def display_name(path: str | None) -> str:
     if path is None or str(path) == "-":
         return "<stdin>"
     return str(path)
+
+
+# ------------------------------------------------------------------ naming arguments
+#: how the running face spells a library argument in messages (None: by its own name)
+_SPELLING: contextvars.ContextVar[Callable[[str], str] | None] = \
+    contextvars.ContextVar("asrpriv_argument_spelling", default=None)
+
+
+def arg(name: str) -> str:
+    """How an error message names the library argument ``name`` (``max_l1``).
+
+    Library messages name what their caller gave: a Python caller reads ``max_l1``, the CLI's
+    user the flag ``--max-l1``. The face decides, once (:func:`spelled`): ``asrpriv.cli`` maps
+    each argument to its step's flag; without a face the argument's own name is used. No
+    message is rewritten after the fact.
+    """
+    spell = _SPELLING.get()
+    return spell(name) if spell is not None else name
+
+
+def cli_flag(name: str) -> str:
+    """The CLI's default spelling of an argument: ``max_l1`` -> ``--max-l1``."""
+    return "--" + name.replace("_", "-")
+
+
+@contextlib.contextmanager
+def spelled(spell: Callable[[str], str]) -> Iterator[None]:
+    """Within the block, :func:`arg` spells arguments with ``spell`` (the CLI: flags)."""
+    token = _SPELLING.set(spell)
+    try:
+        yield
+    finally:
+        _SPELLING.reset(token)

@@ -38,14 +38,23 @@ class Progress:
                 self._last = now
                 self._draw(now)
 
-    def _draw(self, now: float) -> None:
+    def line(self, now: float | None = None) -> str:
+        """The progress line: ``done/total label (pct%) rate/s elapsed ETA``, where the total
+        is known; ``done label rate/s elapsed`` where it is not."""
+        now = time.monotonic() if now is None else now
         elapsed = max(now - self._start, 1e-9)
         rate = self.done / elapsed
         if self.total:
             head = f"{self.done}/{self.total} {self.label} ({100.0 * self.done / self.total:.0f}%)"
+            left = max(self.total - self.done, 0)
+            eta = f" ETA {format_seconds(left / rate)}" if rate > 0 else " ETA ?"
         else:
-            head = f"{self.done} {self.label}"
-        sys.stderr.write(f"\r{head} {rate:.1f}/s {elapsed:.0f}s {self.postfix}\x1b[K")
+            head, eta = f"{self.done} {self.label}", ""
+        tail = f" {self.postfix}" if self.postfix else ""
+        return f"{head} {rate:.1f}/s {format_seconds(elapsed)}{eta}{tail}"
+
+    def _draw(self, now: float) -> None:
+        sys.stderr.write(f"\r{self.line(now)}\x1b[K")
         sys.stderr.flush()
 
     def close(self) -> None:
@@ -59,3 +68,13 @@ class Progress:
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+
+def format_seconds(seconds: float) -> str:
+    """``42s``, ``3m07s``, ``2h05m``: a duration as a progress line shows it."""
+    s = int(round(seconds))
+    if s < 60:
+        return f"{s}s"
+    if s < 3600:
+        return f"{s // 60}m{s % 60:02d}s"
+    return f"{s // 3600}h{s % 3600 // 60:02d}m"

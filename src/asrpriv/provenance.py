@@ -371,9 +371,6 @@ class Inputs:
         """A factors file whose header the caller has read (read once)."""
         return self.add(_name(path), factors_state(meta, path))
 
-    def add_factors(self, path: str, meta: dict[str, str]) -> PrivacyState:
-        return self.add(_name(path), factors_state(meta, path))
-
     def add_text(self, path: str, public: bool, what: str = "text", unit: str = "none",
                  partition: str = "") -> PrivacyState:
         return self.add(_name(path), text_state(public, what, unit, partition))

@@ -5,8 +5,6 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 
-#: seed of round t = base * ROUND_SEED_STRIDE + t (as bin/fl-finetune-experiment derives them)
-ROUND_SEED_STRIDE = 100000
 
 
 @dataclass
@@ -54,7 +52,9 @@ class FlSettings:
                           self.expected_weight, self.weight_cap, self.sample_rate)
 
     def round_seed(self, base: int | None, t: int) -> int | None:
-        return None if base is None else int(base) * ROUND_SEED_STRIDE + t
+        from asrpriv.federated.seeds import derive_seed  # the one rule: base * 100000 + t
+
+        return derive_seed(base, t)
 
 
 def client_resources(cpus_per_client: float, gpus_per_client: float) -> tuple[int, str]:

@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 
 from asrpriv.errors import AsrprivError
 from asrpriv_flower.settings import FlSettings
+from asrpriv.federated.clip import check_clip
 
 #: environment for Flower and Ray inside a run (set before flwr/ray are imported)
 QUIET_ENV = {"FLWR_TELEMETRY_ENABLED": "0", "FLWR_DISABLE_UPDATE_CHECK": "1",
@@ -86,8 +87,8 @@ def check_settings(settings) -> None:
     from asrpriv.privacy.accounting import check_sample_rate
 
     check_sample_rate(settings.sample_rate)
-    if settings.clip is not None and not settings.clip > 0:
-        raise AsrprivError("--clip must be > 0")
+    if settings.clip is not None:
+        check_clip(settings.clip)
     try:
         check_hparams(settings.server, settings.hparams)
         losses.parse_confidence(settings.confidence)

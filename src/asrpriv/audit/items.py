@@ -21,7 +21,7 @@ import fnmatch
 import os
 from dataclasses import dataclass
 
-from asrpriv.errors import AsrprivError, InputError
+from asrpriv.errors import AsrprivError, InputError, arg
 from asrpriv.io.lines import iter_lines
 
 _EXTENSIONS = (".delta.pt", ".pt", ".pth", ".counts", ".npy", ".tsv", ".txt")
@@ -106,7 +106,7 @@ class VectorSource:
             self._open_npy()
         else:
             if layer is not None:
-                raise AsrprivError("--layer applies to model/delta files, not to counts files")
+                raise AsrprivError(f"{arg('layer')} applies to model/delta files, not to counts files")
             self._open_counts()
 
     # -- torch model / delta files -------------------------------------------------------
@@ -122,7 +122,7 @@ class VectorSource:
         if self.layer is not None:
             names = [n for n in names if fnmatch.fnmatchcase(n, self.layer) or n == self.layer]
             if not names:
-                raise AsrprivError(f"--layer {self.layer!r} matches no parameter of {first} "
+                raise AsrprivError(f"{arg('layer')} {self.layer!r} matches no parameter of {first} "
                                    f"(names: {', '.join(sorted(state)[:8])}...)")
         self.names = names
         self.shapes = {n: tuple(state[n].shape) for n in names}

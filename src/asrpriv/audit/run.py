@@ -6,9 +6,8 @@ import json
 import random
 from dataclasses import dataclass, field
 
-from asrpriv.errors import AsrprivError, InputError
+from asrpriv.errors import AsrprivError, InputError, arg
 from asrpriv.audit.labels import read_labels
-from asrpriv.io.lines import iter_lines
 
 
 @dataclass
@@ -40,64 +39,26 @@ class AuditRequest:
 
 
 def run_audit(request: AuditRequest, progress=None) -> dict:
-    """Run the audit; returns everything the report needs (assignment, scores, linkage...)."""
-    from asrpriv.audit import clustering, metrics
+    """Run the audit; returns everything the report needs (assignment, scores, linkage...).
+
+    The items and their labels (:func:`_items_and_labels`), their geometry (a centred Gram
+    matrix streamed in blocks), the clusters (:func:`_cluster`), the cluster scores and their
+    permutation tests, then the attacks on the same distances (:func:`_attacks`: the speaker
+    rank test and the linear probe)."""
+    from asrpriv.audit import metrics
     from asrpriv.audit.gram import block_dims_for, centred_gram
-    from asrpriv.audit.items import VectorSource, expand_items
+    from asrpriv.audit.items import VectorSource
+    from asrpriv.provenance import state_to_json
 
-    columns, label_rows = read_labels(request.labels_path)
-    items = expand_items(request.inputs)
-    from asrpriv.provenance import check_read_files, state_to_json
-
-    privacy = check_read_files([item.path for item in items], request.allow_seeded)
-    missing = [item.name for item in items if item.name not in label_rows]
-    if missing:
-        raise InputError(request.labels_path, None,
-                         f"no labels for {len(missing)} item(s), e.g. {missing[0]!r} ({_path_of(items, missing[0])})")
-    for name in [request.rank_label, request.color_label, request.probe_groups, request.unit,
-                 *request.probe_labels]:
-        if name is not None and name not in columns:
-            raise AsrprivError(f"no label column {name!r} in {request.labels_path} "
-                               f"(columns: {', '.join(columns)})")
-    labels = {col: [label_rows[item.name][i] for item in items] for i, col in enumerate(columns)}
+    items, privacy, columns, labels = _items_and_labels(request)
     n = len(items)
-
     source = VectorSource(items, request.layer)
     geometry = centred_gram(source.iter_blocks(block_dims_for(n), request.memory_budget), n,
                             progress=progress)
-    distances = geometry.distances()
-    condensed = geometry.condensed_distances()
-    rng = random.Random(request.seed)
-
-    method = request.method
-    linkage = None
-    if method == "ward":
-        k = request.clusters or (round(n / request.size) if request.size
-                                 else len(set(labels[columns[0]])))
-        k = max(1, min(k, n))
-        linkage = clustering.ward_linkage(condensed)
-        assignment = clustering.ward_clusters(condensed, k)
-    elif method == "kmeans":
-        k = request.clusters or 2
-        if not 1 <= k <= n:
-            raise AsrprivError(f"--clusters must be between 1 and the number of items ({n})")
-        assignment = clustering.kmeans_clusters(geometry.embedding(), k, request.seed)
-    else:
-        size = request.size or 4
-        if request.clusters:
-            raise AsrprivError(f"--method {method} makes clusters of a fixed --size, not --clusters")
-        if method == "divisive":
-            assignment = clustering.divisive_clusters(distances, size, request.epsilon)
-        elif method == "constrained":
-            assignment = clustering.constrained_clusters(geometry.squared_distances(), size)
-        elif method == "random":
-            assignment = clustering.random_clusters(n, size, rng)
-        else:  # pragma: no cover - click validates
-            raise AsrprivError(f"unknown method {method!r}")
-
+    assignment, linkage = _cluster(request, geometry, labels[columns[0]], n)
     scores = {col: metrics.score_clusters(assignment, labels[col]).as_dict() for col in columns}
     report: dict = {
-        "method": method, "items": n, "dim": geometry.dim, "kind": source.kind,
+        "method": request.method, "items": n, "dim": geometry.dim, "kind": source.kind,
         "layer": request.layer, "clusters": len(set(assignment)),
         "sizes": {str(k): v for k, v in metrics.size_histogram(assignment).items()},
         "labels": scores,
@@ -119,14 +80,75 @@ def run_audit(request: AuditRequest, progress=None) -> dict:
         report["confusion"] = {col: {str(c): row for c, row in
                                      metrics.confusion(assignment, labels[col]).items()}
                                for col in small}
+    _attacks(request, report, geometry, labels)
+    return {"items": items, "assignment": assignment, "labels": labels, "columns": columns,
+            "report": report, "linkage": linkage}
+
+
+def _items_and_labels(request: AuditRequest):
+    """``(items, privacy state, label columns, column -> one label per item)``; every item
+    must have labels and every label column named in the request must exist."""
+    from asrpriv.audit.items import expand_items
+    from asrpriv.provenance import check_read_files
+
+    columns, label_rows = read_labels(request.labels_path)
+    items = expand_items(request.inputs)
+    privacy = check_read_files([item.path for item in items], request.allow_seeded)
+    missing = [item.name for item in items if item.name not in label_rows]
+    if missing:
+        raise InputError(request.labels_path, None,
+                         f"no labels for {len(missing)} item(s), e.g. {missing[0]!r} ({_path_of(items, missing[0])})")
+    for name in [request.rank_label, request.color_label, request.probe_groups, request.unit,
+                 *request.probe_labels]:
+        if name is not None and name not in columns:
+            raise AsrprivError(f"no label column {name!r} in {request.labels_path} "
+                               f"(columns: {', '.join(columns)})")
+    labels = {col: [label_rows[item.name][i] for item in items] for i, col in enumerate(columns)}
+    return items, privacy, columns, labels
+
+
+def _cluster(request: AuditRequest, geometry, first_labels: list[str], n: int):
+    """``(assignment, linkage)`` by the request's method: Ward (k from ``clusters``, ``size``
+    or the first label column's classes; its linkage kept for the dendrogram), k-means, or
+    fixed-size clusters (divisive, constrained, random)."""
+    from asrpriv.audit import clustering
+
+    method = request.method
+    condensed = geometry.condensed_distances()
+    if method == "ward":
+        k = request.clusters or (round(n / request.size) if request.size
+                                 else len(set(first_labels)))
+        k = max(1, min(k, n))
+        return clustering.ward_clusters(condensed, k), clustering.ward_linkage(condensed)
+    if method == "kmeans":
+        k = request.clusters or 2
+        if not 1 <= k <= n:
+            raise AsrprivError(f"{arg('clusters')} must be between 1 and the number of items ({n})")
+        return clustering.kmeans_clusters(geometry.embedding(), k, request.seed), None
+    size = request.size or 4
+    if request.clusters:
+        raise AsrprivError(f"{arg('method')} {method} makes clusters of a fixed {arg('size')}, not {arg('clusters')}")
+    if method == "divisive":
+        return clustering.divisive_clusters(geometry.distances(), size, request.epsilon), None
+    if method == "constrained":
+        return clustering.constrained_clusters(geometry.squared_distances(), size), None
+    if method == "random":
+        return clustering.random_clusters(n, size, random.Random(request.seed)), None
+    raise AsrprivError(f"unknown method {method!r}")  # pragma: no cover - click validates
+
+
+def _attacks(request: AuditRequest, report: dict, geometry, labels: dict) -> None:
+    """The speaker rank test (``rank_label``, with its permutation test) and the linear
+    probe (``probe_labels``), added to ``report``."""
     if request.rank_label:
         from asrpriv.audit.rank_test import rank_test
 
+        distances = geometry.distances()
         try:
             result = rank_test(distances, labels[request.rank_label], random.Random(request.seed),
                                request.rank_distractors, request.rank_repeats)
         except ValueError as err:
-            raise AsrprivError(f"--rank-label {request.rank_label}: {err}") from None
+            raise AsrprivError(f"{arg('rank_label')} {request.rank_label}: {err}") from None
         report["rank"] = {"label": request.rank_label, **result.as_dict()}
         if request.permutations:
             from asrpriv.audit.permutation import rank_tests
@@ -147,10 +169,8 @@ def run_audit(request: AuditRequest, progress=None) -> dict:
                 result = linear_probe(embedding, labels[col], col, request.seed,
                                       request.probe_folds, groups, grouped_by)
             except ValueError as err:
-                raise AsrprivError(f"--probe-label {col}: {err}") from None
+                raise AsrprivError(f"{arg('probe_label')} {col}: {err}") from None
             report["probe"][col] = result.as_dict()
-    return {"items": items, "assignment": assignment, "labels": labels, "columns": columns,
-            "report": report, "linkage": linkage}
 
 
 def _path_of(items, name):

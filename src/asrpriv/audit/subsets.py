@@ -15,7 +15,7 @@ import os
 import re
 from dataclasses import dataclass, field
 
-from asrpriv.errors import AsrprivError
+from asrpriv.errors import AsrprivError, arg
 from asrpriv.io.kaldi import read_map
 from asrpriv.io.lines import iter_lines
 
@@ -47,14 +47,14 @@ class AuditItemsSettings:
 def audit_items(s: AuditItemsSettings) -> AuditItems:
     """``audit-items``: check the settings, cut the items (:func:`make_items`) and write them
     (:func:`write_items`); returns the items."""
-    for name, value, least in (("--speakers", s.speakers, 0), ("--subsets", s.subsets, 1),
-                               ("--max-words", s.max_words, 0), ("--min-words", s.min_words, 0)):
+    for name, value, least in ((arg("speakers"), s.speakers, 0), (arg("subsets"), s.subsets, 1),
+                               (arg("max_words"), s.max_words, 0), (arg("min_words"), s.min_words, 0)):
         if isinstance(value, bool) or not isinstance(value, int) or value < least:
             raise AsrprivError(f"{name} must be a whole number >= {least}, got {value!r}")
     try:
         re.compile(s.id_regex)
     except re.error as err:
-        raise AsrprivError(f"--id-regex: bad regular expression {s.id_regex!r}: {err}") from None
+        raise AsrprivError(f"{arg('id_regex')}: bad regular expression {s.id_regex!r}: {err}") from None
     items = make_items(s.text, s.utt2spk, s.id_regex, s.speakers, s.subsets, s.max_words,
                        s.min_words)
     write_items(items, s.text, s.output_dir)
@@ -66,7 +66,7 @@ def make_items(text: str, utt2spk: str, id_regex: str = "^(ES|IS|TS)", speakers:
     """Cut the speakers of Kaldi ``text`` (utterances whose id matches ``id_regex`` and has a
     speaker in ``utt2spk``) into items, as the module doc says."""
     if subsets < 1:
-        raise AsrprivError(f"--subsets must be >= 1, got {subsets}")
+        raise AsrprivError(f"{arg('subsets')} must be >= 1, got {subsets}")
     pattern = re.compile(id_regex)
     spk = read_map(utt2spk, "speaker")
     utts = []  # (utt, speaker, words), file order

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import click
 
-from asrpriv.errors import AsrprivError
 from asrpriv.commands.options import (FiniteFloat, common_options, info, output_option, seed_option,
                                     seeded_warning, warn)
 
@@ -57,39 +56,14 @@ def add_noise(input_path, mechanism, epsilon, noise_multiplier, clip, vocab_path
     word count) is carried as it is, unprotected. Noise: os.urandom through Box-Muller in
     float64 (floating-point caveats in asrpriv.federated.gaussian).
     """
-    if mechanism == "gaussian":
-        if epsilon is not None or vocab_path is not None or sensitivity is not None or no_clamp:
-            raise AsrprivError("--epsilon, --vocab, --sensitivity and --no-clamp are for "
-                               "--mechanism laplace")
-        if noise_multiplier is None:
-            raise AsrprivError("--mechanism gaussian needs --noise-multiplier Z")
-        if output == "-":
-            raise AsrprivError("--mechanism gaussian: give the noisy delta as -o FILE")
-        if seed is not None:
-            seeded_warning(f"--seed {seed}")
-        from asrpriv.federated.local_noise import noise_delta_file
+    from asrpriv.federated.noise_step import AddNoiseSettings, add_noise as run
 
-        norm, used_clip = noise_delta_file(input_path, output, noise_multiplier, clip, seed,
-                                           allow_seeded)
-        if debug_private:  # the un-noised norm of the private delta
-            info(f"add-noise: delta L2 norm {norm:.4g} (before clipping)")
-        info(f"add-noise: delta clipped to L2 norm {used_clip:g}; Gaussian noise std "
-             f"{noise_multiplier * used_clip:.4g} per coordinate (z {noise_multiplier:g})")
-        return
-    if noise_multiplier is not None or clip is not None:
-        raise AsrprivError("--noise-multiplier and --clip are for --mechanism gaussian")
-    from asrpriv.unigram.noise import LaplaceSettings, add_noise_counts
-
-    result = add_noise_counts(LaplaceSettings(input=input_path, epsilon=epsilon, vocab=vocab_path,
-                                              sensitivity=sensitivity, clamp=not no_clamp,
-                                              seed=seed, allow_seeded=allow_seeded, output=output))
-    report = result.report
-    if report.sensitivity_source == "override" and "max_l1" not in result.input_meta:
-        warn("--sensitivity on counts that record no bound: the guarantee rests on your claim "
-             "that one unit changes the counts by at most that much in L1")
-    if debug_private and report.dropped_words:
-        info(f"add-noise: dropped {report.dropped_words} input word(s) outside the vocabulary "
-             f"({report.dropped_mass:g} pseudo-counts)")
-    info(f"add-noise: Laplace scale {report.scale:g} (sensitivity {float(report.sensitivity):g} "
-         f"from {report.sensitivity_source}, epsilon {float(result.epsilon):g}); epsilon spent "
-         f"{result.meta.get('epsilon', 'none: seeded noise is not private')}")
+    result = run(AddNoiseSettings(input=input_path, mechanism=mechanism, epsilon=epsilon,
+                                  vocab=vocab_path, sensitivity=sensitivity, clamp=not no_clamp,
+                                  noise_multiplier=noise_multiplier, clip=clip, seed=seed,
+                                  allow_seeded=allow_seeded, debug_private=debug_private,
+                                  output=output), seeded_warning=seeded_warning)
+    for line in result.warnings:
+        warn(line)
+    for line in result.notes:
+        info(line)

@@ -3,12 +3,8 @@ deltas (paper 001, Eq. 5-8) with optional client-level DP."""
 
 from __future__ import annotations
 
-import os
-
 import click
 
-from asrpriv.errors import AsrprivError
-from asrpriv.io.sniff import is_torch_file
 from asrpriv.commands.options import (FiniteFloat, common_options, info, output_option, seed_option,
                                     seeded_warning, warn)
 
@@ -32,19 +28,6 @@ Client-level DP (McMahan et al. 2018): --noise-multiplier Z --clip C --sample-ra
   noise std Z*C/N on Delta_t, before the server optimizer. --noise-multiplier 0 = the same
   path without noise. The new model's privacy_history gains this round's Gaussian release.
   See docs/FEDERATED.md."""
-
-
-def _is_delta_mode(inputs) -> bool:
-    """Model deltas (torch zip or pickle files, @LISTFILE, directories) rather than counts.
-
-    Decided from the first bytes (no torch import: counts mode stays a light step).
-    """
-    for arg in inputs:
-        if arg.startswith("@") or os.path.isdir(arg):
-            return True
-        if arg != "-" and os.path.isfile(arg) and is_torch_file(arg):
-            return True
-    return False
 
 
 @click.command("aggregate", epilog=EPILOG)
@@ -112,46 +95,18 @@ def aggregate(inputs, disjoint, allow_empty, server, model_path, state_path, ser
 
     Deltas (torch files, @LISTFILE or directories of *.delta.pt; read one at a time): see below.
     """
-    delta_mode = server is not None or model_path is not None or _is_delta_mode(inputs)
-    if not delta_mode:
-        if cohort is not None:
-            raise AsrprivError("--cohort applies to model deltas, not to counts")
-        from asrpriv.unigram.aggregate import aggregate_to_file
-
-        aggregate_to_file(list(inputs) or ["-"], output, disjoint, allow_empty, allow_seeded)
-        return
-    if server is None or model_path is None:
-        raise AsrprivError("model deltas need --server fedavg|fedadam and --model MODEL")
-    if disjoint or allow_empty:
-        raise AsrprivError("--disjoint and --allow-empty apply to counts, not to model deltas")
-    if not inputs:
-        raise AsrprivError("no delta given")
-    if output == "-":
-        raise AsrprivError("model deltas: give the new model as -o FILE")
-    from asrpriv.federated.aggregate import DpSettings, run_round
+    from asrpriv.federated.aggregate_step import AggregateSettings, aggregate as run
     from asrpriv.progress import Progress
 
-    dp = DpSettings(noise_multiplier, clip, expected_clients, expected_weight, weight_cap,
-                    sample_rate)
-    if seed is not None and noise_multiplier:
-        seeded_warning(f"--seed {seed}")
-    report = run_round(model_path, list(inputs), output, server,
-                       {"lr": server_lr, "beta1": beta1, "beta2": beta2, "eps": eps}, state_path,
-                       dp, seed, allow_seeded, aggregate_out,
-                       progress=lambda total: Progress("deltas", total=total), cohort=cohort)
-    if dp.active and noise_multiplier == 0:
-        warn("--noise-multiplier 0: clipped, capped, fixed-denominator average WITHOUT noise "
-             "(no differential privacy; no release recorded)")
-    if report.unclipped_by_client:
-        exceeded = f" ({report.clipped_here} exceeded it)" if debug_private else ""
-        warn(f"{report.unclipped_by_client} delta(s) were not clipped to {clip:g} by their client"
-             f"{exceeded}: clipped here. The aggregate is central DP; "
-             "those updates were not bounded before they left the client")
-    what = f"{report.deltas} delta(s)"
-    if dp.active:
-        what += (f", clip {clip:g}, denominator {report.denominator:g}, noise std on Delta_t "
-                 f"{report.noise_std:.4g}")
-    elif debug_private:  # the clients' exact word total: a statistic of private data
-        what += f", {report.total_weight:g} words"
-    info(f"aggregate: round {report.t} ({server}), {what}; model fingerprint "
-         f"{report.fingerprint[:12]}")
+    result = run(AggregateSettings(
+        inputs=inputs, output=output, disjoint=disjoint, allow_empty=allow_empty, server=server,
+        model=model_path, state=state_path, server_lr=server_lr, beta1=beta1, beta2=beta2,
+        eps=eps, noise_multiplier=noise_multiplier, clip=clip, expected_clients=expected_clients,
+        expected_weight=expected_weight, weight_cap=weight_cap, sample_rate=sample_rate, cohort=cohort,
+        aggregate_out=aggregate_out, seed=seed, allow_seeded=allow_seeded,
+        debug_private=debug_private),
+        progress=lambda total: Progress("deltas", total=total), seeded_warning=seeded_warning)
+    for line in result.warnings:
+        warn(line)
+    for line in result.notes:
+        info(line)

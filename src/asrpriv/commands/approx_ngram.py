@@ -50,7 +50,4 @@ def approx_ngram(text, model_path, order, ids, min_backoff, batch_tokens, device
                                 min_backoff=min_backoff, batch_tokens=batch_tokens, device=device,
                                 threads=threads, precision=precision, output=output, public=public,
                                 allow_seeded=allow_seeded))
-    rate = result.tokens / max(result.scoring_seconds, 1e-9)
-    info(f"approx-ngram: {result.sentences} sentences, {result.tokens} tokens scored in "
-         f"{result.scoring_seconds:.1f} s ({rate:.0f} tokens/s); n-grams "
-         + " ".join(str(n) for n in result.ngrams) + f"; total {result.seconds:.1f} s")
+    info(result.summary())

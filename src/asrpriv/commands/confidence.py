@@ -75,14 +75,5 @@ def confidence(input_path, scale, total, lm_weight, word_penalty, ref_path, repo
                                          reference=ref_path, report=report_path,
                                          calibration=cal_path, fit_calibration=fit_path,
                                          output=output), warn=warn, progress=progress)
-    info(f"confidence: {outcome.utterances} utterances, {outcome.hypotheses} hypotheses "
-         f"({', '.join(f'{k} {v}' for k, v in outcome.settings.items())})")
-    for name in ("raw", "calibrated"):
-        m = getattr(outcome, name)
-        if m is not None:
-            info(f"{name}: {m['words']} rank-1 words, {m['correct']} correct; "
-                 f"NCE {_fmt(m['nce'])}, ECE {_fmt(m['ece'])}, AUC {_fmt(m['auc'])}")
-
-
-def _fmt(value) -> str:
-    return "n/a" if value is None else f"{value:.4f}"
+    for line in outcome.notes():
+        info(line)

@@ -130,8 +130,8 @@ def finetune_lm(train_path, valid_path, ids, output, init_path, delta_out, by_cl
       asrpriv finetune-lm --init global.pt --train adapt.tsv --recipe client-001 \\
           --by-client deltas/ --clients round.txt --clip 0.5 --seed 1
     """
-    from asrpriv.errors import AsrprivError
-    from asrpriv.federated.finetune import FinetuneRequest, run_finetune
+    from asrpriv.federated.finetune import FinetuneRequest
+    from asrpriv.federated.finetune_step import finetune_lm as finetune_step
     from asrpriv.commands.options import info, warn
     from asrpriv.progress import Progress
 
@@ -147,37 +147,7 @@ def finetune_lm(train_path, valid_path, ids, output, init_path, delta_out, by_cl
         confidence=confidence, train_only=train_only, lr_decay=lr_decay, patience=patience,
         threads=threads, seed=seed, max_words=max_words, device=device, clip=clip,
         by_client=by_client, utt2client=utt2client, clients_path=clients_path, public=public,
-        public_valid=public_valid, allow_seeded=allow_seeded, client=client_label)
-    import sys
-
-    if by_client is None:
-        for name, value in (("--utt2client", utt2client), ("--clients", clients_path)):
-            if value is not None:
-                raise AsrprivError(f"{name} goes with --by-client DIR")
-        if output is None:
-            raise AsrprivError("missing -o FILE (the trained model)")
-    else:
-        from asrpriv.federated.by_client import run_by_client
-
-        try:
-            summary = run_by_client(request, progress=lambda label, total: Progress(label, total),
-                                    talk=info, warn=warn)
-        except ValueError as err:
-            raise AsrprivError(str(err)) from None
-        stats = []
-        if debug_private:  # un-noised statistics of the clients' data
-            stats.append(f"{summary.words:,} words")
-            if clip is not None:
-                stats.append(f"{summary.clipped} clipped to L2 {clip:g}")
-        if summary.skipped:
-            stats.append(f"{len(summary.skipped)} clients without words skipped")
-        info(f"finetune-lm: wrote {len(summary.written)} client deltas to {by_client}"
-             + (f" ({'; '.join(stats)})" if stats else ""))
-        return
-
-    if output == "-" and sys.stdout is not None and sys.stdout.isatty():
-        raise AsrprivError("refusing to write a binary model file to a terminal; use -o FILE")
-    try:
-        run_finetune(request, progress=lambda: Progress("tokens"), talk=info, warn=warn)
-    except ValueError as err:  # inconsistent options or data, found by the library
-        raise AsrprivError(str(err)) from None
+        public_valid=public_valid, allow_seeded=allow_seeded, client=client_label,
+        debug_private=debug_private)
+    finetune_step(request, progress=lambda label, total: Progress(label, total),
+                  talk=info, warn=warn)

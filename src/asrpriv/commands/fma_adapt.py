@@ -9,9 +9,9 @@ from asrpriv.commands.options import FiniteFloat, common_options, output_option
 
 
 @click.command("fma-adapt")
-@click.option("--arpa", "arpa_path", metavar="BG.arpa", default=None,
+@click.option("--arpa", "arpa", metavar="BG.arpa", default=None,
               help="ARPA mode: the background n-gram model (.arpa, .arpa.gz) to adapt; writes an ARPA.")
-@click.option("--adapt", "adapt_path", metavar="COUNTS", default=None,
+@click.option("--adapt", "adapt", metavar="COUNTS", default=None,
               help="ARPA mode: the adaptation unigram counts (any count-unigrams/aggregate/add-noise "
                    "output; negative noisy counts are clipped to 0).")
 @click.option("--reversed", "reversed_", is_flag=True,
@@ -24,13 +24,13 @@ from asrpriv.commands.options import FiniteFloat, common_options, output_option
                    "drop them; in rescoring <unk> stands for every OOV word of a hypothesis).")
 @click.option("--precision", type=click.IntRange(1, 17), default=7, show_default=True,
               help="ARPA mode: digits after the point of the log10 numbers written.")
-@click.option("--background", "background_path", metavar="COUNTS", default=None,
+@click.option("--background", "background", metavar="COUNTS", default=None,
               help="Background unigram counts u (from count-unigrams --text on a corpus); required "
                    "in factor mode. ARPA mode: P_B(w) from these counts (add-1/2 smoothed, SRILM "
                    "-base-marginals) instead of the ARPA's unigrams.")
-@click.option("--global", "global_path", metavar="COUNTS", default=None,
+@click.option("--global", "global_counts", metavar="COUNTS", default=None,
               help="Aggregated counts of all clients (qbar).")
-@click.option("--personal", "personal_path", metavar="COUNTS", default=None,
+@click.option("--personal", "personal", metavar="COUNTS", default=None,
               help="This client's counts (q).")
 @click.option("--alpha", type=FiniteFloat(), default=0.5, show_default=True, help="Weight of qbar in g (000 Eq. 2).")
 @click.option("--beta", type=FiniteFloat(), default=None,
@@ -45,8 +45,8 @@ from asrpriv.commands.options import FiniteFloat, common_options, output_option
               help="Tests only: accept counts that carry seeded (not private) noise.")
 @output_option
 @common_options
-def fma_adapt(arpa_path, adapt_path, reversed_, prior, oov_to_unk, precision, background_path, global_path,
-              personal_path, alpha, beta, lam, smoothing, allow_seeded, output):
+def fma_adapt(arpa, adapt, reversed_, prior, oov_to_unk, precision, background, global_counts,
+              personal, alpha, beta, lam, smoothing, allow_seeded, output):
     """Factor mode (--background, --global/--personal): write 'word<TAB>log_factor' = lambda *
     (ln g(w) - ln u(w)) (natural log) for every word of the background vocabulary,
     g = (1-alpha-beta) u + alpha qbar + beta q. The rescorer applies the factors to the neural
@@ -63,34 +63,9 @@ def fma_adapt(arpa_path, adapt_path, reversed_, prior, oov_to_unk, precision, ba
     Either output carries the privacy history of all its count inputs (#privacy_history; in
     an ARPA as '#key=value' comment lines before \\data\\, which kenlm skips).
     """
-    if arpa_path is not None:
-        _adapt_arpa(arpa_path, adapt_path, background_path, global_path, personal_path,
-                    0.5 if beta is None else beta, reversed_, prior, oov_to_unk, precision, allow_seeded,
-                    output)
-        return
-    from asrpriv.errors import AsrprivError
+    from asrpriv.ngram.fma_step import FmaAdaptSettings, fma_adapt as run
 
-    if adapt_path is not None or reversed_:
-        raise AsrprivError("--adapt and --reversed need --arpa (ARPA mode)")
-    if background_path is None:
-        raise AsrprivError("give --background COUNTS (factor mode) or --arpa BG.arpa --adapt COUNTS "
-                           "(ARPA mode)")
-    from asrpriv.unigram.fma import fma_factors_files
-
-    fma_factors_files(background_path, global_path, personal_path, alpha,
-                      0.25 if beta is None else beta, lam, smoothing, allow_seeded, output)
-
-
-def _adapt_arpa(arpa_path, adapt_path, background_path, global_path, personal_path, beta, reversed_,
-                prior, oov_to_unk, precision, allow_seeded, output):
-    """ARPA mode: the library's adapt_arpa_file (also asrpriv.api.fma_adapt_arpa)."""
-    from asrpriv.errors import AsrprivError
-    from asrpriv.ngram.fma_file import adapt_arpa_file
-
-    if adapt_path is None:
-        raise AsrprivError("--arpa needs --adapt COUNTS (the adaptation unigram)")
-    if global_path is not None or personal_path is not None:
-        raise AsrprivError("--global/--personal belong to factor mode; with --arpa give --adapt")
-    adapt_arpa_file(arpa_path, adapt_path, output, beta=beta, reversed_=reversed_, prior=prior,
-                    background_path=background_path, oov_to_unk=oov_to_unk, precision=precision,
-                    allow_seeded=allow_seeded)
+    run(FmaAdaptSettings(arpa=arpa, adapt=adapt, reversed_=reversed_, prior=prior,
+                         oov_to_unk=oov_to_unk, precision=precision, background=background,
+                         global_counts=global_counts, personal=personal, alpha=alpha, beta=beta,
+                         lam=lam, smoothing=smoothing, allow_seeded=allow_seeded, output=output))

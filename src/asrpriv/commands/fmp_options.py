@@ -47,7 +47,7 @@ def _options(run_dir_help: str, epsilon_help: str) -> list[Callable]:
                      show_default=True,
                      help="DP: per-utterance L1 bound (count-unigrams --unit utterance --max-l1)."),
         click.option("--noise-seed", type=int, default=None,
-                     help="Seed the noise (round t: NOISE_SEED*1000+t). NOT private: tests only."),
+                     help="Seed the noise (round t: NOISE_SEED*100000+t). NOT private: tests only."),
         click.option("--allow-seeded-test-noise", "allow_seeded", is_flag=True,
                      help="Accept seeded noise (tests only)."),
     ]

@@ -39,7 +39,8 @@ leaves:
 The mapping of each format is in docs/FORMATS.md ("Importing N-best lists").
 
 Nothing is written until the whole input has been read and checked (a first pass over
-PATH; PATH '-' cannot be read twice, so there only the first hypothesis is checked first).
+PATH; '-' as PATH, --manifest or --words is standard input, copied once to a temporary
+file first).
 If writing fails part-way all the same, a file given with -o is not created, and on
 standard output the stream ends with a '#asrpriv-aborted: ...' line that every N-best
 reader refuses, so 'import-nbest ... | rescore-nbest' fails too (scripts: set -o pipefail).
@@ -85,40 +86,13 @@ reader refuses, so 'import-nbest ... | rescore-nbest' fails too (scripts: set -o
 @common_options
 def import_nbest(source, path, manifest, id_field, beam_size, words, n_best, acoustic_scale, mapping,
                  delimiter, log_base, ref_out, drop_tokens, output) -> None:
-    from asrpriv.errors import AsrprivError
     from asrpriv.commands.options import info
+    from asrpriv.io.importers import ImportSettings, run_import
 
-    given = {"--manifest": manifest, "--id-field": id_field, "--beam-size": beam_size,
-             "--words": words, "--n": n_best, "--map": mapping, "--delimiter": delimiter, "--ref-out": ref_out}
-    allowed = {"kaldi": {"--words"}, "kaldi-lattice": {"--words", "--n"}, "nemo": {"--manifest", "--id-field", "--beam-size"},
-               "tsv": {"--map", "--delimiter"}, "icefall": {"--ref-out"}}.get(source, set())
-    for name, value in given.items():
-        if value is not None and name not in allowed:
-            raise AsrprivError(f"{name} does not apply to --from {source}")
-    if acoustic_scale != 1.0 and source not in ("kaldi", "kaldi-lattice"):
-        raise AsrprivError(f"--acoustic-scale does not apply to --from {source}")
-    if log_base != "e" and source != "tsv":
-        raise AsrprivError(f"--log-base does not apply to --from {source}")
-    options = {"words": words, "acoustic_scale": acoustic_scale, "manifest": manifest,
-               "id_field": id_field, "beam_size": beam_size}
-    if source == "kaldi-lattice":
-        options["n"] = n_best if n_best is not None else 1  # lattice-to-nbest's default
-    if source == "tsv":
-        from asrpriv.io.importers.tsv import parse_map
-
-        options["mapping"] = parse_map(mapping)
-        options["delimiter"] = "\t" if delimiter == "tab" else delimiter
-        options["log_base"] = log_base
-        if delimiter is not None and len(options["delimiter"]) != 1:
-            raise AsrprivError("--delimiter: expected one character (or 'tab')")
-    from asrpriv.io.importers import import_nbest as run_import
-    from asrpriv.io.tokens import parse_drop
-
-    drop = parse_drop(drop_tokens if drop_tokens is not None else
-                      ("srilm" if source == "srilm" else None))
-    table = run_import(source, path, output, drop, ref_out, **options)
-    n = table.utterances
-    if table.note:
-        info(f"import-nbest: {table.note}")
-    info(f"import-nbest: {n} utterances from {source} {path}"
-         + (f"; {table.dropped} non-word tokens dropped" if drop else ""))
+    result = run_import(ImportSettings(
+        source=source, path=path, output=output, drop_tokens=drop_tokens, words=words,
+        acoustic_scale=acoustic_scale, manifest=manifest, id_field=id_field, beam_size=beam_size,
+        ref_out=ref_out, mapping=mapping, delimiter=delimiter, log_base=log_base, n=n_best))
+    if result.note:
+        info(f"import-nbest: {result.note}")
+    info(result.summary())

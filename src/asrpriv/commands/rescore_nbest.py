@@ -139,27 +139,7 @@ def rescore_nbest(ctx: click.Context, inputs, nnlm, ngram, class_files, ngram_we
         batch_tokens=batch_tokens, max_words=max_words, unk_penalty=unk_penalty,
         chunk_utts=chunk_utts, output=output, allow_seeded=allow_seeded,
         drop_tokens=drop_tokens, precision=precision, mixture_weights=mixture_weights)
-    with Progress("utt") as progress:
+    with Progress("hyps") as progress:
         result = run(settings, verbose=is_verbose(), progress=progress)
-    stats, weights = result.stats, result.weights
-    if result.layout is not None and is_verbose():
-        info(f"rescore-nbest: {result.layout.describe()}")
-    note = (f"rescore-nbest: {stats.utterances} utterances, {stats.hypotheses} hypotheses; "
-            f"lm_weight={weights.lm_weight:g} nnlm_weight={weights.nnlm_weight:g} "
-            f"word_penalty={weights.word_penalty:g}")
-    if nnlm:
-        note += f"; NNLM OOV words (scored as <unk>): {stats.nnlm_oov}"
-    if result.drop:
-        note += f"; non-word tokens dropped: {result.dropped}"
-    info(note)
-    if result.untuned:
-        info(f"rescore-nbest: score and rank use untuned default weights (lm_weight="
-             f"{weights.lm_weight:g} nnlm_weight={weights.nnlm_weight:g} word_penalty="
-             f"{weights.word_penalty:g}, the AMI first pass's): tune them for your LMs on held-out "
-             "data with tune-weights (it reads this output) and pass --weights FILE (README, "
-             "Quick start)")
-    if result.factors_summary is not None:
-        info(f"rescore-nbest: {result.factors_summary}")
-    if result.layout is not None and result.layout.acoustic is None:
-        info("rescore-nbest: no am_score or score column: the acoustic part is the rank prior "
-             "-(rank-1); tune --lm-weight for such lists (tune-weights)")
+    for line in result.notes(verbose=is_verbose()):
+        info(line)

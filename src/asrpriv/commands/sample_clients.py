@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import click
 
-from asrpriv.commands.options import (FiniteFloat, common_options, info, output_option, seed_option,
-                                    warn)
+from asrpriv.commands.options import (FiniteFloat, common_options, info, output_option, seed_option)
 
 
 @click.command("sample-clients")
@@ -30,9 +29,9 @@ def sample_clients(clients_path, rate, round_index, expected, seed, output):
     number selected is Binomial(N, q), not fixed: a fixed-size sample would need a different
     accountant. Give the same q to aggregate --sample-rate.
     """
-    from asrpriv.federated.sampling import sample_clients as run
+    from asrpriv.federated.sampling import SampleSettings, sample_clients as run
 
-    clients, chosen = run(clients_path, rate, round_index, seed, output, expected)
-    if expected:
-        return
-    info(f"sample-clients: round {round_index}: {len(chosen)} of {len(clients)} clients (q {rate:g})")
+    result = run(SampleSettings(clients=clients_path, rate=rate, round=round_index, seed=seed,
+                                expected=expected, output=output))
+    if result.summary() is not None:
+        info(result.summary())

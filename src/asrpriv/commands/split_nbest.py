@@ -30,8 +30,9 @@ def split_nbest(input_path, parts, clients, exclude_clients, max_per_client, utt
     pieces (the first pieces get one more utterance when sizes differ), as in the FMP paper's
     simulation (000 Sec. 3.2): group t is what each client sees in FL round t.
     """
-    from asrpriv.rescore.split import split_nbest as run
+    from asrpriv.rescore.split import SplitSettings, split_nbest as run
 
-    sizes = run(input_path, parts, output_dir, clients, exclude_clients, max_per_client, utt2client)
-    info(f"split-nbest: {len(sizes[0]) if sizes else 0} client(s); utterances per part: "
-         f"{' '.join(str(sum(s.values())) for s in sizes)}")
+    result = run(SplitSettings(input=input_path, parts=parts, output_dir=output_dir,
+                               clients=clients, exclude_clients=exclude_clients,
+                               max_per_client=max_per_client, utt2client=utt2client))
+    info(result.summary())

@@ -57,25 +57,12 @@ def train_ngram(text: str, order: int, ids: bool, vocab_path: str | None, discou
     member's share of its class's count. Score it with perplexity/rescore-nbest --classes:
     P(w|h) = P(c(w)|c(h)) P(w|c(w)).
     """
-    import time
-
     from asrpriv.ngram.trainer import TrainSettings, train_ngram as run
 
-    start = time.perf_counter()
     result = run(TrainSettings(text=text, order=order, ids=ids, vocab=vocab_path,
                                discount_fallback=discount_fallback, classes_out=classes_out,
                                spans=spans_path, class_names=class_names,
                                member_share=member_share, precision=precision, output=output,
                                public=public))
-    model, class_map = result.model, result.class_map
-    if class_map is not None:
-        info("train-ngram: classes " + ", ".join(
-            f"{c} {len(rows)} words" for c, rows in sorted(class_map.classes().items())))
-    counts = model.counts
-    info(f"train-ngram: {counts.sentences} sentences, {counts.tokens} words"
-         + (f" ({counts.oov_tokens} mapped to <unk>)" if vocab_path is not None else "")
-         + f"; n-grams {' '.join(str(c) for c in model.ngram_counts())}; "
-         + "discounts " + "; ".join(
-             f"{n}: " + ",".join(f"{d:.3f}" for d in est.discounts) + (" (fallback)" if est.fallback else "")
-             for n, est in enumerate(model.orders, 1))
-         + f"; {time.perf_counter() - start:.1f} s")
+    for line in result.notes():
+        info(line)

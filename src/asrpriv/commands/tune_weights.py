@@ -44,18 +44,11 @@ word errors as score-wer does.
 @common_options
 def tune_weights(nbest, ref_path, lm_weights, nnlm_weights, word_penalties, output) -> None:
     from asrpriv.commands.options import info, warn
-    from asrpriv.rescore.tune import tune_weights as run
+    from asrpriv.rescore.tune import TuneSettings, tune_weights as run
 
-    outcome = run(nbest, ref_path, lm_weights, nnlm_weights, word_penalties, output, warn=warn)
-    result, lw, wp = outcome.result, outcome.lm_grid, outcome.penalty_grid
-    w = result.weights
-    info(f"tune-weights: {result.grid.size} grid points on {outcome.utterances} utterances: "
-         f"WER {result.wer:.2f}% (first pass {result.first_pass_wer:.2f}%) at "
-         f"lm_weight={w.lm_weight:g} nnlm_weight={w.nnlm_weight:g} word_penalty={w.word_penalty:g}")
-    edge = []
-    if w.lm_weight in (lw[0], lw[-1]) and len(lw) > 1:
-        edge.append("lm_weight")
-    if w.word_penalty in (wp[0], wp[-1]) and len(wp) > 1:
-        edge.append("word_penalty")
-    if edge:
-        warn(f"best {' and '.join(edge)} on the edge of the grid: consider widening it")
+    outcome = run(TuneSettings(nbest=nbest, ref=ref_path, lm_weights=lm_weights,
+                               nnlm_weights=nnlm_weights, word_penalties=word_penalties,
+                               output=output), warn=warn)
+    info(outcome.summary())
+    if outcome.edge:
+        warn(outcome.edge_warning())

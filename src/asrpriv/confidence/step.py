@@ -33,7 +33,7 @@ from asrpriv.confidence import metrics
 from asrpriv.confidence.calibration import Calibration, fit_isotonic
 from asrpriv.confidence.posteriors import (DECIMALS, agreement_matrices, format_confidences,
                                            softmax_posteriors, word_confidences)
-from asrpriv.errors import AsrprivError, InputError
+from asrpriv.errors import AsrprivError, InputError, arg
 from asrpriv.io.nbest import NbestReader, write_header
 from asrpriv.rescore.combine import DEFAULT_LM_WEIGHT, DEFAULT_WORD_PENALTY, Weights
 
@@ -69,6 +69,17 @@ class Outcome:
     calibration_in_sample: bool = False
     extra_references: int = 0
 
+    def notes(self) -> list[str]:
+        """What ``confidence`` says on stderr: the counts and settings, then the metrics of
+        the rank-1 words (raw, and calibrated when a calibration was applied)."""
+        lines = [f"confidence: {self.utterances} utterances, {self.hypotheses} hypotheses "
+                 f"({', '.join(f'{k} {v}' for k, v in self.settings.items())})"]
+        for name, m in (("raw", self.raw), ("calibrated", self.calibrated)):
+            if m is not None:
+                lines.append(f"{name}: {m['words']} rank-1 words, {m['correct']} correct; "
+                             f"NCE {_fmt(m['nce'])}, ECE {_fmt(m['ece'])}, AUC {_fmt(m['auc'])}")
+        return lines
+
     def report(self) -> dict:
         out = {"utterances": self.utterances, "hypotheses": self.hypotheses,
                "settings": self.settings}
@@ -94,11 +105,11 @@ def resolve_total(reader: NbestReader, total: str) -> str:
             return "am-lm"
         raise InputError(reader.path, 1, "no score column (score, or am_score and lm_score): "
                                          "posteriors need first-pass scores; for a rank-only list "
-                                         "use --total rank (the rank prior -(rank-1))")
+                                         f"use {arg('total')} rank (the rank prior -(rank-1))")
     if total == "score" and "score" not in cols:
-        raise InputError(reader.path, 1, "--total score needs a 'score' column")
+        raise InputError(reader.path, 1, f"{arg('total')} score needs a 'score' column")
     if total == "am-lm" and "am_score" not in cols:
-        raise InputError(reader.path, 1, "--total am-lm needs an 'am_score' column "
+        raise InputError(reader.path, 1, f"{arg('total')} am-lm needs an 'am_score' column "
                                          "(and lm_score for the LM term)")
     return total
 
@@ -137,11 +148,11 @@ def run(path: str | None, out: IO[str], settings: Settings, refs: dict[str, list
         fit: fit an isotonic map on this input's 1-best words (needs ``refs``), apply it.
     """
     if fit and refs is None:
-        raise AsrprivError("fitting a calibration needs --reference")
+        raise AsrprivError(f"fitting a calibration needs {arg('reference')}")
     if fit and calibration is not None:
-        raise AsrprivError("--calibration and --fit-calibration exclude each other")
+        raise AsrprivError(f"{arg('calibration')} and {arg('fit_calibration')} exclude each other")
     if not (settings.scale > 0 and math.isfinite(settings.scale)):
-        raise AsrprivError(f"--scale must be a positive number, got {settings.scale}")
+        raise AsrprivError(f"{arg('scale')} must be a positive number, got {settings.scale}")
     reader = NbestReader(path)
     total = resolve_total(reader, settings.total)
     weights = Weights(lm_weight=settings.lm_weight, nnlm_weight=0.0, word_penalty=settings.word_penalty)
@@ -253,17 +264,17 @@ def confidence(s: ConfidenceSettings, warn: Callable[[str], None] | None = None,
     if warn is None:
         from asrpriv.talk import warn
     if s.report is not None and s.reference is None:
-        raise AsrprivError("--report needs --reference")
+        raise AsrprivError(f"{arg('report')} needs {arg('reference')}")
     if s.fit_calibration is not None and s.reference is None:
-        raise AsrprivError("--fit-calibration needs --reference")
+        raise AsrprivError(f"{arg('fit_calibration')} needs {arg('reference')}")
     if s.fit_calibration is not None and s.calibration is not None:
-        raise AsrprivError("--calibration and --fit-calibration exclude each other")
+        raise AsrprivError(f"{arg('calibration')} and {arg('fit_calibration')} exclude each other")
     if "-" in (s.report, s.fit_calibration):
-        raise AsrprivError("--report and --fit-calibration need a file name (stdout carries the TSV)")
+        raise AsrprivError(f"{arg('report')} and {arg('fit_calibration')} need a file name (stdout carries the TSV)")
     if sum(p == "-" for p in (s.input, s.reference, s.calibration)) > 1:
         raise AsrprivError("only one input can be standard input ('-')")
     if s.total not in ("auto", "score", "am-lm", "rank"):
-        raise AsrprivError(f"--total must be auto, score, am-lm or rank, got {s.total!r}")
+        raise AsrprivError(f"{arg('total')} must be auto, score, am-lm or rank, got {s.total!r}")
     settings = Settings(scale=s.scale, total=s.total, lm_weight=s.lm_weight,
                         word_penalty=s.word_penalty)
     refs = read_text(s.reference) if s.reference is not None else None
@@ -286,3 +297,7 @@ def confidence(s: ConfidenceSettings, warn: Callable[[str], None] | None = None,
             json.dump(outcome.report(), f, indent=1)
             f.write("\n")
     return outcome
+
+
+def _fmt(value) -> str:
+    return "n/a" if value is None else f"{value:.4f}"

@@ -20,7 +20,7 @@ import os
 from dataclasses import dataclass, field
 
 from asrpriv.allocator import release_freed_memory
-from asrpriv.errors import AsrprivError, InputError
+from asrpriv.errors import AsrprivError, InputError, arg
 from asrpriv.federated.delta_sum import weighted_sum
 from asrpriv.federated.privatize import Bounds, DpSettings, Privatized, privatize
 from asrpriv.federated.round_inputs import ModelRef, expand_deltas
@@ -196,7 +196,7 @@ def _check_settings(server: str, hparams: dict, state_path: str | None, dp: DpSe
     except ValueError as err:
         raise AsrprivError(str(err)) from None
     if server == "fedadam" and not state_path:
-        raise AsrprivError("--server fedadam needs --state FILE (created when absent)")
+        raise AsrprivError(f"{arg('server')} fedadam needs {arg('state')} FILE (created when absent)")
     return hp
 
 
@@ -226,7 +226,7 @@ def _previous_state(state_path: str | None, server: str, hp: dict, ref: ModelRef
         if state.model_fingerprint != ref.fingerprint:
             raise InputError(state_path, None, f"belongs to another model than {model_path} (it "
                                                "was written with the model of its last round; "
-                                               "give that model as --model)")
+                                               f"give that model as {arg('model')})")
         if server == "fedadam" and state.t > 0:
             for key, moments in (("m", state.m), ("v", state.v)):
                 if moments.keys() != ref.specs.keys() or any(

@@ -20,7 +20,8 @@ import os
 from dataclasses import dataclass, field
 from typing import Callable
 
-from asrpriv.errors import AsrprivError, InputError, display_name
+from asrpriv.errors import AsrprivError, InputError, arg, display_name
+from asrpriv.federated.clip import check_clip
 
 #: file name suffix of a client's delta (what ``aggregate DIR`` reads)
 SUFFIX = ".delta.pt"
@@ -55,16 +56,16 @@ def group_by_client(corpus, train_path: str, client_of: dict | None) -> dict[str
     """Split a corpus (:class:`asrpriv.nnlm.data.Corpus`) by client, in input order."""
     if client_of is None:
         if corpus.clients is None:
-            raise InputError(train_path, None, "no 'client' column: give --utt2client FILE "
+            raise InputError(train_path, None, f"no 'client' column: give {arg('utt2client')} FILE "
                                                "(or an N-best TSV with a client column)")
         names = corpus.clients
     else:
         if corpus.ids is None:
-            raise AsrprivError("--utt2client needs utterance ids: Kaldi text with --ids, or a TSV")
+            raise AsrprivError(f"{arg('utt2client')} needs utterance ids: Kaldi text with {arg('ids')}, or a TSV")
         names = []
         for utt_id in corpus.ids:
             if utt_id not in client_of:
-                raise InputError(train_path, None, f"utterance {utt_id!r} has no client in --utt2client")
+                raise InputError(train_path, None, f"utterance {utt_id!r} has no client in {arg('utt2client')}")
             names.append(client_of[utt_id])
     groups: dict[str, ClientData] = {}
     for i, (name, sentence) in enumerate(zip(names, corpus.sentences)):
@@ -103,13 +104,13 @@ def check_directory(directory: str, clients: list[str]) -> None:
     """Refuse a DIR that is not a directory, or that holds deltas of clients not in this run
     (``aggregate DIR`` would average them in)."""
     if os.path.exists(directory) and not os.path.isdir(directory):
-        raise AsrprivError(f"--by-client {directory}: exists and is not a directory")
+        raise AsrprivError(f"{arg('by_client')} {directory}: exists and is not a directory")
     if not os.path.isdir(directory):
         return
     names = {c + SUFFIX for c in clients}
     stale = sorted(f for f in os.listdir(directory) if f.endswith(SUFFIX) and f not in names)
     if stale:
-        raise AsrprivError(f"--by-client {directory}: holds {len(stale)} delta file(s) of clients "
+        raise AsrprivError(f"{arg('by_client')} {directory}: holds {len(stale)} delta file(s) of clients "
                            f"not in this run (e.g. {stale[0]}), which aggregate would read too; "
                            "give a new or empty directory")
 
@@ -130,17 +131,17 @@ def run_by_client(req, progress: Callable[..., object] | None = None,
 
     warn = warn or talk
     if not req.init_path:
-        raise AsrprivError("--by-client needs --init MODEL (each client's delta is init - new)")
+        raise AsrprivError(f"{arg('by_client')} needs {arg('init')} MODEL (each client's delta is init - new)")
     if req.delta_out or req.output not in (None, "-") or req.valid_path:
-        raise AsrprivError("--by-client writes DIR/<client>.delta.pt only; drop -o, --delta-out "
-                           "and --valid")
+        raise AsrprivError(f"{arg('by_client')} writes DIR/<client>.delta.pt only; drop -o, {arg('delta_out')} "
+                           f"and {arg('valid')}")
     check_init_options(req)
     try:
         mode, _ = losses.parse_confidence(req.confidence)
     except ValueError as err:
         raise AsrprivError(str(err)) from None
-    if req.clip is not None and not req.clip > 0:
-        raise AsrprivError("--clip must be > 0")
+    if req.clip is not None:
+        check_clip(req.clip)
     settings = dict(RECIPES[req.recipe])
     settings.update({k: v for k, v in req.overrides.items() if v is not None})
 
@@ -148,7 +149,7 @@ def run_by_client(req, progress: Callable[..., object] | None = None,
     for note in corpus.notes:
         warn(f"{display_name(req.train_path)}: {note}")
     if mode != "none" and corpus.confidences is None:
-        raise InputError(req.train_path, None, f"--confidence {req.confidence} needs an N-best TSV "
+        raise InputError(req.train_path, None, f"{arg('confidence')} {req.confidence} needs an N-best TSV "
                                                "with a 'confidence' column")
     client_of = None
     if req.utt2client:

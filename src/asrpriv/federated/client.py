@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
 from asrpriv.nnlm.runtime import check_device
+from asrpriv.federated.clip import check_clip
 
 #: the training settings of paper 001's client (``finetune-lm --recipe client-001``)
 CLIENT_RECIPE = "client-001"
@@ -171,8 +172,8 @@ def client_update(init: InitModel, sentences: Sequence[Sequence[str]],
     merged.pop("confidence", None)
     only = train_only if train_only is not None else merged.pop("train_only", "all")
     merged.pop("train_only", None)
-    if clip is not None and not clip > 0:
-        raise ValueError(f"clip bound must be > 0, got {clip!r}")
+    if clip is not None:
+        check_clip(clip)
     model = init.model
     with _no_grad():
         for name, tensor in model.state_dict().items():

@@ -17,6 +17,19 @@ NORM_CHUNK = 1 << 18
 MARGIN = 1e-9
 
 
+
+def check_clip(clip, what: str | None = None) -> float:
+    """The one check of a clip bound C (the L2 bound of a client's delta, the sensitivity of
+    the Gaussian mechanism): a finite number > 0, else :class:`AsrprivError` naming the
+    argument (``what``, default ``clip``). Every step and library function that takes C
+    calls it. Returns C as a float."""
+    from asrpriv.errors import AsrprivError, arg
+
+    if isinstance(clip, bool) or not isinstance(clip, (int, float)) \
+            or not (math.isfinite(clip) and clip > 0):
+        raise AsrprivError(f"{what or arg('clip')} must be a finite number > 0, got {clip!r}")
+    return float(clip)
+
 def l2_norm(state: dict) -> float:
     """L2 norm of a state dict taken as one vector (all floating tensors), computed in float64."""
     return norm_of_slices(part for tensor in state.values() if tensor.is_floating_point()
@@ -53,8 +66,7 @@ def clip_l2(state: dict, clip: float) -> tuple[float, float]:
     Returns:
         ``(norm before clipping, overall factor applied)`` (factor 1.0: left unchanged).
     """
-    if not (clip > 0 and math.isfinite(clip)):
-        raise ValueError(f"clip bound must be finite and > 0, got {clip!r}")
+    check_clip(clip)
     norm = l2_norm(state)
     if not math.isfinite(norm):
         raise ValueError("the delta holds NaN or infinite values")

@@ -36,10 +36,8 @@ import shutil
 from dataclasses import dataclass, field
 from typing import Callable, Iterable
 
-from asrpriv.errors import AsrprivError
+from asrpriv.errors import AsrprivError, arg
 
-#: the noise seed of round t is seed * NOISE_SEED_STRIDE + t
-NOISE_SEED_STRIDE = 1000
 #: the grid of the counts' per-utterance bound (count-unigrams --grid's default)
 COUNT_GRID = 2.0 ** -10
 
@@ -55,7 +53,7 @@ class FmpSettings:
         epsilon: None = no DP; else each round's new counts are released with this epsilon.
         max_l1: with DP, the per-utterance L1 bound of the counts (pseudo-counts).
         noise_seed: None = noise from the OS's secure source; an int makes it repeatable and
-            NOT private (round t uses noise_seed * 1000 + t).
+            NOT private (round t uses noise_seed * 100000 + t: asrpriv.federated.seeds).
         allow_seeded: accept counts with seeded noise (tests only).
     """
 
@@ -84,8 +82,8 @@ class FmpSettings:
         if not (math.isfinite(self.max_l1) and self.max_l1 > 0):
             raise AsrprivError(f"max_l1 must be a finite number > 0, got {self.max_l1}")
         if self.noise_seed is not None and self.epsilon and not self.allow_seeded:
-            raise AsrprivError("--noise-seed makes the noise NOT private: add "
-                               "--allow-seeded-test-noise (tests only)")
+            raise AsrprivError(f"{arg('noise_seed')} makes the noise NOT private: add "
+                               f"{arg('allow_seeded_test_noise')} (tests only)")
         FmaSettings(self.alpha, self.beta, self.lam).validate(True, True)
 
     @property
@@ -94,7 +92,9 @@ class FmpSettings:
 
     def round_seed(self, t: int) -> int | None:
         """The noise seed of round ``t`` (None: the OS's secure source)."""
-        return None if self.noise_seed is None else self.noise_seed * NOISE_SEED_STRIDE + t
+        from asrpriv.federated.seeds import derive_seed
+
+        return derive_seed(self.noise_seed, t)
 
 
 # ---------------------------------------------------------------------------- client side
@@ -252,12 +252,12 @@ def check_run(settings: FmpSettings, rounds: int, inputs: Iterable[str], run_dir
         seeded_warning(f"--noise-seed {settings.noise_seed}")
     settings.validate()
     if isinstance(rounds, bool) or not isinstance(rounds, int) or rounds < 1:
-        raise AsrprivError("--rounds must be >= 1")
+        raise AsrprivError(f"{arg('rounds')} must be >= 1")
     for path in inputs:
         if not os.path.isfile(path):
             raise AsrprivError(f"{path}: no such file")
     if os.path.isdir(run_dir) and os.listdir(run_dir):
-        raise AsrprivError(f"--run-dir {run_dir}: not empty (give a new directory)")
+        raise AsrprivError(f"{arg('run_dir')} {run_dir}: not empty (give a new directory)")
 
 
 @dataclass

@@ -34,6 +34,7 @@ import math
 import os
 
 from asrpriv.federated.clip import clip_factor, clip_l2, l2_norm  # noqa: F401  (re-exported)
+from asrpriv.federated.clip import check_clip
 
 #: uniforms drawn per chunk (bounds the transient memory of a draw: 16 bytes per variate)
 CHUNK = 1 << 18
@@ -119,8 +120,7 @@ def noisy_delta(state: dict, noise_multiplier: float, clip: float,
     Returns:
         ``(state, norm before clipping, clip factor applied)``.
     """
-    if not clip > 0 or not math.isfinite(clip):
-        raise ValueError(f"clip must be finite and > 0, got {clip!r}")
+    check_clip(clip)
     if not noise_multiplier >= 0 or not math.isfinite(noise_multiplier):
         raise ValueError(f"noise multiplier must be finite and >= 0, got {noise_multiplier!r}")
     norm, factor = clip_l2(state, clip)

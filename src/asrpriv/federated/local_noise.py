@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import math
 
-from asrpriv.errors import AsrprivError, InputError
+from asrpriv.errors import AsrprivError, InputError, arg
 from asrpriv.federated import gaussian
 from asrpriv.privacy.history import Release, new_release_id
+from asrpriv.federated.clip import check_clip
 
 #: payload keys of a delta that are exact statistics of the client's data (not in a release)
 EXACT_STATS = ("train_words", "train_sentences", "epochs_run")
@@ -31,7 +32,7 @@ def noise_delta_file(path: str, output: str, noise_multiplier: float, clip: floa
     from asrpriv.provenance import Inputs
 
     if not math.isfinite(noise_multiplier) or noise_multiplier < 0:
-        raise AsrprivError("--noise-multiplier must be finite and >= 0")
+        raise AsrprivError(f"{arg('noise_multiplier')} must be finite and >= 0")
     payload = read_model_file(path)
     if payload["kind"] != "delta":
         raise InputError(path, None, f"is a {payload['kind']} file, expected a delta")
@@ -44,10 +45,9 @@ def noise_delta_file(path: str, output: str, noise_multiplier: float, clip: floa
     if clip is None:
         recorded = payload.get("clip_l2")
         if isinstance(recorded, bool) or not isinstance(recorded, (int, float)):
-            raise AsrprivError(f"{path} records no clip bound (clip_l2): give --clip C")
+            raise AsrprivError(f"{path} records no clip bound (clip_l2): give {arg('clip')} C")
         clip = float(recorded)
-    if not math.isfinite(clip) or clip <= 0:
-        raise AsrprivError("--clip must be finite and > 0")
+    check_clip(clip)
     privacy = Inputs(allow_seeded).add_payload(path, payload)
     _, norm, _ = gaussian.noisy_delta(state, noise_multiplier, clip, gaussian.NoiseSource(seed))
     extra = {k: v for k, v in payload.items()

@@ -38,9 +38,10 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from asrpriv.errors import AsrprivError
+from asrpriv.errors import AsrprivError, arg
 from asrpriv.federated import gaussian
 from asrpriv.privacy.history import Release, new_release_id
+from asrpriv.federated.clip import check_clip
 
 #: how much a client-clipped delta's norm may exceed C (float32 rounding) and still count as clipped
 CLIP_TOLERANCE = 1e-5
@@ -66,31 +67,33 @@ class DpSettings:
     def check(self) -> None:
         """Refuse incomplete or contradictory settings (AsrprivError)."""
         z = self.noise_multiplier
-        for name, value in (("--noise-multiplier", z), ("--clip", self.clip),
-                            ("--expected-clients", self.expected_clients),
-                            ("--expected-weight", self.expected_weight),
-                            ("--weight-cap", self.weight_cap), ("--sample-rate", self.sample_rate)):
+        if self.clip is not None:
+            check_clip(self.clip)
+        for name, value in ((arg("noise_multiplier"), z),
+                            (arg("expected_clients"), self.expected_clients),
+                            (arg("expected_weight"), self.expected_weight),
+                            (arg("weight_cap"), self.weight_cap), (arg("sample_rate"), self.sample_rate)):
             if value is not None and not math.isfinite(value):
                 raise AsrprivError(f"{name} must be finite")
         if z is not None and z < 0:
-            raise AsrprivError("--noise-multiplier must be >= 0")
+            raise AsrprivError(f"{arg('noise_multiplier')} must be >= 0")
         if not self.active:
             return
-        if self.clip is None or self.clip <= 0:
-            raise AsrprivError("client-level DP needs --clip C > 0 (the L2 bound of each delta)")
+        if self.clip is None:
+            raise AsrprivError(f"client-level DP needs {arg('clip')} C > 0 (the L2 bound of each delta)")
         if (self.expected_clients is None) == (self.expected_weight is None):
-            raise AsrprivError("client-level DP needs exactly one of --expected-clients N or "
-                               "--expected-weight W (the fixed denominator q*W)")
+            raise AsrprivError(f"client-level DP needs exactly one of {arg('expected_clients')} N or "
+                               f"{arg('expected_weight')} W (the fixed denominator q*W)")
         if self.expected_clients is not None and self.weight_cap is not None:
-            raise AsrprivError("--expected-clients assumes unit client weights; with --weight-cap "
-                               "give --expected-weight (the expected sum of capped weights)")
+            raise AsrprivError(f"{arg('expected_clients')} assumes unit client weights; with {arg('weight_cap')} "
+                               f"give {arg('expected_weight')} (the expected sum of capped weights)")
         if self.denominator <= 0:
             raise AsrprivError("the expected number of clients / weight must be > 0")
         if self.weight_cap is not None and self.weight_cap <= 0:
-            raise AsrprivError("--weight-cap must be > 0 (words)")
+            raise AsrprivError(f"{arg('weight_cap')} must be > 0 (words)")
         if z:
             if self.sample_rate is None:
-                raise AsrprivError("--noise-multiplier needs --sample-rate Q (the Poisson rate "
+                raise AsrprivError(f"{arg('noise_multiplier')} needs {arg('sample_rate')} Q (the Poisson rate "
                                    "with which this round's clients were sampled; the accountant "
                                    "needs it)")
             from asrpriv.privacy.accounting import check_sample_rate

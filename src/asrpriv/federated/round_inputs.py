@@ -11,7 +11,7 @@ import math
 import os
 from dataclasses import dataclass
 
-from asrpriv.errors import AsrprivError, InputError
+from asrpriv.errors import AsrprivError, InputError, arg
 
 #: coordinates per slice when a file's tensors are streamed
 SLICE = 1 << 18
@@ -94,7 +94,7 @@ class ModelRef:
         path, payload = self.path, self.file.obj
         if payload["kind"] != "model":
             raise InputError(path, None, f"is a {payload['kind']} file, expected the current "
-                                         "global model (--model)")
+                                         f"global model ({arg('model')})")
         self.vocab, self.config = vocab_and_config(payload, path)
         #: its privacy state (:mod:`asrpriv.privacy.state`)
         self.privacy = payload_state(payload, path)

@@ -20,6 +20,9 @@ from __future__ import annotations
 
 import hashlib
 import os
+from dataclasses import dataclass
+
+from asrpriv.errors import arg
 
 SAMPLING_TAG = b"asrpriv-poisson/1"
 
@@ -48,10 +51,48 @@ def poisson_sample(clients: list[str], rate: float, round_index: int,
     return [c for c in clients if inclusion_uniform(seed, round_index, c) < rate]
 
 
-def sample_clients(clients_path: str, rate: float, round_index: int | None = 0,
-                   seed: int | None = None, output: str | None = "-",
-                   expected: bool = False) -> tuple[list[str], list[str]]:
-    """The step ``sample-clients``: read client ids (one per line; ``#`` comments and blank
+@dataclass
+class SampleSettings:
+    """The settings of ``sample-clients``: ``clients`` (a file of client ids, one per line),
+    the Poisson ``rate`` q in (0, 1], the ``round`` T (its cohort), ``seed`` (tests only:
+    whoever knows it knows every cohort; None: the OS's secure source), ``expected``: write
+    q x N instead of sampling; ``output`` (``-``: stdout, None: write nothing)."""
+
+    clients: str = "-"
+    rate: float = 0.1
+    round: int | None = 0
+    seed: int | None = None
+    expected: bool = False
+    output: str | None = "-"
+
+
+@dataclass
+class SampleResult:
+    """Every client and the chosen ones, both in input order (none with ``expected``)."""
+
+    clients: list[str]
+    chosen: list[str]
+    settings: SampleSettings
+
+    def summary(self) -> str | None:
+        """The line ``sample-clients`` says on stderr (None with ``expected``)."""
+        s = self.settings
+        if s.expected:
+            return None
+        return (f"sample-clients: round {s.round}: {len(self.chosen)} of {len(self.clients)} "
+                f"clients (q {s.rate:g})")
+
+
+def sample_clients(s: SampleSettings) -> SampleResult:
+    """The step ``sample-clients`` (:func:`sample_client_file` does the work)."""
+    clients, chosen = sample_client_file(s.clients, s.rate, s.round, s.seed, s.output, s.expected)
+    return SampleResult(clients, chosen, s)
+
+
+def sample_client_file(clients_path: str, rate: float, round_index: int | None = 0,
+                       seed: int | None = None, output: str | None = "-",
+                       expected: bool = False) -> tuple[list[str], list[str]]:
+    """Read client ids (one per line; ``#`` comments and blank
     lines skipped, a repeated id refused with FILE:LINE), Poisson-sample them with rate
     ``rate`` in (0, 1] for round ``round_index``, write the chosen ids to ``output`` (None:
     write nothing). Returns (all clients, chosen clients), both in input order.
@@ -63,11 +104,11 @@ def sample_clients(clients_path: str, rate: float, round_index: int | None = 0,
 
     from asrpriv.privacy.accounting import check_sample_rate
 
-    check_sample_rate(rate, "--rate")
+    check_sample_rate(rate, arg("rate"))
     if round_index is None and not expected:
-        raise AsrprivError("give --round T (or --expected)")
+        raise AsrprivError(f"give {arg('round')} T (or {arg('expected')})")
     if round_index is not None and round_index < 0:
-        raise AsrprivError("--round must be >= 0")
+        raise AsrprivError(f"{arg('round')} must be >= 0")
     clients: list[str] = []
     seen: dict[str, int] = {}
     for lineno, line in iter_lines(clients_path):

@@ -44,7 +44,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from asrpriv.errors import InputError
+from asrpriv.errors import InputError, arg
 
 STATE_FORMAT = "asrpriv-server-state"
 STATE_VERSION = 1
@@ -112,18 +112,18 @@ def check_hparams(server: str, hparams: dict) -> dict:
     out.update({k: float(v) for k, v in hparams.items() if v is not None and k in out})
     extra = [k for k, v in hparams.items() if v is not None and k not in out]
     if extra:
-        raise ValueError(f"--{extra[0].replace('1', '1').replace('_', '-')} does not apply to "
-                         f"--server {server}")
+        raise ValueError(f"{arg(extra[0])} does not apply to "
+                         f"{arg('server')} {server}")
     for key, value in out.items():
         if not math.isfinite(value):
             raise ValueError(f"{key} must be finite")
     if out["lr"] <= 0:
-        raise ValueError("--server-lr must be > 0")
+        raise ValueError(f"{arg('server_lr')} must be > 0")
     for key in ("beta1", "beta2"):
         if key in out and not 0 <= out[key] < 1:
-            raise ValueError(f"--{key} must be in [0, 1)")
+            raise ValueError(f"{arg(key)} must be in [0, 1)")
     if "eps" in out and out["eps"] <= 0:
-        raise ValueError("--eps must be > 0")
+        raise ValueError(f"{arg('eps')} must be > 0")
     return out
 
 
@@ -190,7 +190,7 @@ def _load_state(path: str, server: str, map_location: str) -> ServerState:
     if obj.get("format_version") != STATE_VERSION:
         raise InputError(path, None, f"unsupported server state version {obj.get('format_version')!r}")
     if obj.get("server") != server:
-        raise InputError(path, None, f"is the state of --server {obj.get('server')}, not {server}")
+        raise InputError(path, None, f"is the state of {arg('server')} {obj.get('server')}, not {server}")
     t = obj.get("t")
     if isinstance(t, bool) or not isinstance(t, int) or t < 0:
         raise InputError(path, None, f"bad round counter t={t!r}")

@@ -24,13 +24,14 @@ a directory everywhere.
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import io
 import os
 import stat
 import sys
 import zlib
-from typing import BinaryIO, Iterator
+from typing import BinaryIO, Iterable, Iterator
 
 from asrpriv.errors import InputError, display_name
 
@@ -84,6 +85,46 @@ def require_regular_file(path: str, what: str) -> None:
                 else "not a regular file")
         raise InputError(path, None, f"is {kind}: {what} must be a regular file (it is read "
                                      "more than once); write it to a file first")
+
+
+@contextlib.contextmanager
+def stdin_spooled(*paths: str | None, streamed: Iterable[str | None] = ()) -> Iterator[list[str | None]]:
+    """``-`` (standard input) as a regular file, for readers that need one (they read it
+    twice, or seek: LM and model files, importers): standard input is copied once into a
+    temporary file that is removed afterwards, and the paths are yielded with ``-`` replaced
+    by it. Errors that name the temporary file name ``<stdin>`` instead. At most one of
+    ``paths`` and the step's ``streamed`` inputs (read once, front to back, so they stay on
+    stdin unspooled) may be ``-``.
+    """
+    import shutil
+    import tempfile
+
+    from asrpriv.errors import AsrprivError
+
+    if sum(str(p) == "-" for p in (*paths, *streamed) if p is not None) > 1:
+        raise AsrprivError("only one input can come from standard input ('-')")
+    if not any(p is not None and str(p) == "-" for p in paths):
+        yield list(paths)
+        return
+    if sys.stdin is None:
+        raise AsrprivError("standard input is closed; give an input file")
+    with tempfile.TemporaryDirectory(prefix="asrpriv-stdin-") as tmpdir:
+        spooled = os.path.join(tmpdir, "stdin")
+        with open(spooled, "wb") as out:
+            shutil.copyfileobj(sys.stdin.buffer, out, 1 << 20)
+        try:
+            yield [spooled if p is not None and str(p) == "-" else p for p in paths]
+        except AsrprivError as err:
+            if spooled in err.message:
+                err.message = err.message.replace(spooled, "<stdin>")
+                err.args = (err.message,)
+                if isinstance(err, InputError):
+                    err.path = "<stdin>"
+            raise
+        except OSError as err:
+            if err.filename == spooled:
+                raise OSError(err.errno, err.strerror, "<stdin>") from None
+            raise
 
 
 def open_binary(path: str | None) -> BinaryIO:

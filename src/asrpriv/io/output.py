@@ -3,12 +3,16 @@
 Rules for ``-o PATH`` (docs/FORMATS.md, "Outputs"):
 
 * ``-`` is standard output (a closed standard output is a one-line error, not a traceback);
+* an open descriptor named as a path (``/dev/stdout``, ``/dev/stderr``, ``/dev/fd/N``,
+  ``/proc/self/fd/N``: what a shell's process substitution ``>(cmd)`` passes) is written through
+  a duplicate of that descriptor, as the stream it is (its offset and append mode respected; a
+  regular file behind it is not replaced);
 * a symlink is written through: the link is resolved and its target replaced atomically (the
   temporary file lives in the target's directory), the link itself stays a link;
 * a FIFO, character device (``/dev/null``) or socket is written directly, as the stream it is
   (not atomically; it is never unlinked or replaced by a regular file);
 * anything else is written to a hidden temporary file beside it and renamed on success; the
-  temporary file is removed if the step fails or is stopped by SIGTERM/SIGHUP
+  temporary file is removed if the step fails or is stopped by SIGINT/SIGTERM/SIGHUP
   (:func:`asrpriv.cli.main` turns those signals into an exception).
 
 Error messages name the user's path, never the temporary file.
@@ -31,6 +35,35 @@ def stdout_stream(binary: bool = False) -> IO:
     if sys.stdout is None:
         raise AsrprivError("standard output is closed; give -o FILE")
     return sys.stdout.buffer if binary else sys.stdout
+
+
+def descriptor_of(path: str) -> int | None:
+    """The descriptor number that ``path`` names (``/dev/stdout``, ``/dev/fd/3``,
+    ``/proc/self/fd/3``), or None for any other path.
+
+    Such a path is a link into ``/proc`` whose target (``pipe:[N]``) cannot be opened by name
+    where it is a pipe; it is written through ``os.dup`` of the descriptor instead.
+    """
+    import re
+
+    path = str(path)
+    named = {"/dev/stdin": 0, "/dev/stdout": 1, "/dev/stderr": 2}
+    if path in named:
+        return named[path]
+    m = re.fullmatch(r"/(?:dev/fd|proc/self/fd|proc/%d/fd)/(\d+)" % os.getpid(), path)
+    return int(m.group(1)) if m else None
+
+
+@contextlib.contextmanager
+def _descriptor_output(path: str, fd: int, binary: bool) -> Iterator[IO]:
+    try:
+        dup = os.dup(fd)
+    except OSError:
+        raise AsrprivError(f"{path}: descriptor {fd} is not open") from None
+    handle = os.fdopen(dup, "wb") if binary else \
+        os.fdopen(dup, "w", encoding="utf-8", newline="\n")
+    with handle:
+        yield handle
 
 
 def _special(path: str) -> bool:
@@ -61,6 +94,17 @@ def check_writable(path: str | None, what: str = "-o") -> None:
     if kaldi_tables.is_specifier(path) and not os.path.exists(path):
         kaldi_tables.check_writable(path, what)  # a Kaldi wspecifier: its file(s)
         return
+    fd = descriptor_of(path)
+    if fd is not None:
+        import fcntl
+
+        try:
+            flags = fcntl.fcntl(fd, fcntl.F_GETFL)
+        except OSError:
+            raise AsrprivError(f"{path}: descriptor {fd} is not open") from None
+        if flags & os.O_ACCMODE == os.O_RDONLY:
+            raise AsrprivError(f"{path}: descriptor {fd} is not open for writing")
+        return
     if os.path.isdir(path):
         raise AsrprivError(f"{path}: is a directory ({what} expects a file)")
     target = resolve_target(path)
@@ -86,6 +130,11 @@ def open_output(path: str | None, mode: str = "w") -> Iterator[IO]:
         stream = stdout_stream(binary)
         yield stream
         stream.flush()
+        return
+    fd = descriptor_of(str(path))
+    if fd is not None:
+        with _descriptor_output(str(path), fd, binary) as handle:
+            yield handle
         return
     target = resolve_target(str(path))
     if _special(target):
@@ -117,8 +166,9 @@ def atomic_path(path: str) -> Iterator[str]:
     directory and its bytes are copied into the special file. It is removed on failure.
     """
     path = str(path)
-    target = resolve_target(path)
-    special = _special(target)
+    stream_fd = descriptor_of(path)
+    target = path if stream_fd is not None else resolve_target(path)
+    special = stream_fd is not None or _special(target)
     directory = None if special else (os.path.dirname(os.path.abspath(target)) or ".")
     tmp = None
     try:
@@ -129,7 +179,9 @@ def atomic_path(path: str) -> Iterator[str]:
         yield tmp
         with _user_path_errors(path):
             if special:
-                with open(tmp, "rb") as src, open(target, "wb") as dst:
+                with open(tmp, "rb") as src, \
+                        (os.fdopen(os.dup(stream_fd), "wb") if stream_fd is not None
+                         else open(target, "wb")) as dst:
                     while True:
                         block = src.read(1 << 20)
                         if not block:
@@ -153,7 +205,7 @@ def atomic_directory(path: str) -> Iterator[str]:
     A new ``path`` appears whole or not at all: the files are written into a hidden
     ``.NAME.*.tmp`` directory beside it, renamed to ``path`` at the end. Into an existing
     directory each file is moved (``os.replace``, one at a time) only after all were written.
-    On failure, or SIGTERM/SIGHUP (:func:`asrpriv.cli.main`), the temporary directory is removed
+    On failure, or SIGINT/SIGTERM/SIGHUP (:func:`asrpriv.cli.main`), the temporary directory is removed
     and ``path`` is left as it was (an empty directory is never left behind).
     """
     import shutil
@@ -186,13 +238,13 @@ def atomic_directory(path: str) -> Iterator[str]:
 
 @contextlib.contextmanager
 def _signals_held() -> Iterator[None]:
-    """Hold SIGTERM/SIGHUP (delivered on exit from the block) while a temporary file or
+    """Hold SIGINT/SIGTERM/SIGHUP (delivered on exit from the block) while a temporary file or
     directory is made, so that the handler of :func:`asrpriv.cli.main` never runs after its
     creation and before its name is known to the cleanup."""
     import signal
     import threading
 
-    held = {getattr(signal, n) for n in ("SIGTERM", "SIGHUP") if hasattr(signal, n)}
+    held = {getattr(signal, n) for n in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, n)}
     if not hasattr(signal, "pthread_sigmask") \
             or threading.current_thread() is not threading.main_thread():
         yield

@@ -18,7 +18,7 @@ from collections.abc import Iterable as _Iterable
 from dataclasses import dataclass
 from typing import IO, Iterable, Iterator
 
-from asrpriv.errors import AsrprivError, InputError
+from asrpriv.errors import AsrprivError, InputError, arg
 from asrpriv.io.lines import iter_lines
 from asrpriv.io.nbest import NbestReader, write_header, write_rows
 
@@ -36,7 +36,7 @@ def clients_of(path: str) -> list[str]:
 def every_kth(items: list[str], k: int, others: bool = False) -> list[str]:
     """Items 1, k+1, 2k+1, ... (1-based), or with ``others`` every item but those."""
     if k < 1:
-        raise AsrprivError(f"--every must be >= 1, got {k}")
+        raise AsrprivError(f"{arg('every')} must be >= 1, got {k}")
     return [x for i, x in enumerate(items) if (i % k == 0) != others]
 
 
@@ -165,7 +165,7 @@ def _names(value: str | Iterable[str] | None) -> set[str] | None:
 def _at_least_one(**values: int | None) -> None:
     for name, value in values.items():
         if value is not None and value < 1:
-            raise AsrprivError(f"--{name.replace('_', '-')} must be >= 1, got {value}")
+            raise AsrprivError(f"{arg(name)} must be >= 1, got {value}")
 
 
 def _write_lines(out: IO[str], lines: Iterable[str]) -> int:
@@ -183,17 +183,17 @@ def select_nbest(s: SelectNbestSettings) -> SelectResult:
     InputError with file and line)."""
     from asrpriv.io.output import open_output
 
-    modes = [m for m, on in (("--best", s.best), ("--references", s.references),
-                             ("--reference-rows", s.reference_rows),
-                             ("--list-clients", s.list_clients)) if on]
+    modes = [m for m, on in ((arg("best"), s.best), (arg("references"), s.references),
+                             (arg("reference_rows"), s.reference_rows),
+                             (arg("list_clients"), s.list_clients)) if on]
     if len(modes) > 1:
         raise AsrprivError(f"give one of {', '.join(modes)}")
     if (s.every or s.others) and not s.list_clients:
-        raise AsrprivError("--every and --others apply to --list-clients")
+        raise AsrprivError(f"{arg('every')} and {arg('others')} apply to {arg('list_clients')}")
     if s.others and not s.every:
-        raise AsrprivError("--others needs --every K")
+        raise AsrprivError(f"{arg('others')} needs {arg('every')} K")
     if s.top and modes:
-        raise AsrprivError(f"--top selects rows of the TSV output, not of {modes[0]}")
+        raise AsrprivError(f"{arg('top')} selects rows of the TSV output, not of {modes[0]}")
     _at_least_one(max_per_client=s.max_per_client, top=s.top, every=s.every)
     keep = _names(s.clients)
     drop = _names(s.exclude_clients) or set()
@@ -247,7 +247,7 @@ def sample_step(words: int, max_words: int) -> int:
     """k of the every-k-th-line sample of about ``max_words`` of ``words`` words:
     ceil(words / max_words), at least 1."""
     if max_words < 1:
-        raise AsrprivError(f"--max-words must be >= 1, got {max_words}")
+        raise AsrprivError(f"{arg('max_words')} must be >= 1, got {max_words}")
     return max(1, -(-words // max_words))
 
 
@@ -268,13 +268,13 @@ def select_lines(path: str, ids: bool = True, id_regex: str | None = None,
         every: keep lines every, 2*every, ... (numbered over the lines the id filters kept).
         drop_every: drop those lines instead.
     """
-    keep = _compile(id_regex, "--id-regex")
-    drop = _compile(exclude_regex, "--exclude-id-regex")
-    for name, k in (("--every", every), ("--drop-every", drop_every)):
+    keep = _compile(id_regex, arg("id_regex"))
+    drop = _compile(exclude_regex, arg("exclude_id_regex"))
+    for name, k in ((arg("every"), every), (arg("drop_every"), drop_every)):
         if k is not None and k < 1:
             raise AsrprivError(f"{name} must be >= 1, got {k}")
     if max_words_per_line is not None and max_words_per_line < 0:
-        raise AsrprivError(f"--max-words-per-line must be >= 0, got {max_words_per_line}")
+        raise AsrprivError(f"{arg('max_words_per_line')} must be >= 0, got {max_words_per_line}")
     from asrpriv.io.kaldi import text_lines
 
     out = []
@@ -382,9 +382,9 @@ def select_text(s: SelectTextSettings) -> SelectResult:
     from asrpriv.io.output import open_output
 
     if sum(map(bool, (s.count_words, s.vocab, s.classes))) > 1:
-        raise AsrprivError("give one of --count-words, --vocab, --classes")
+        raise AsrprivError(f"give one of {arg('count_words')}, {arg('vocab')}, {arg('classes')}")
     if (s.words_of or s.spread) and not s.max_words:
-        raise AsrprivError("--words-of and --spread apply to --max-words")
+        raise AsrprivError(f"{arg('words_of')} and {arg('spread')} apply to {arg('max_words')}")
     _at_least_one(max_words=s.max_words)
     from asrpriv.io import kaldi_tables
 
@@ -467,8 +467,14 @@ def pick_lowest(candidates: list[tuple[str, str]], key: str) -> tuple[str, list[
             raise InputError(path, None, f"no finite number under {key!r}")
         values.append(float(value))
     best = min(range(len(values)), key=lambda i: (values[i], i))
-    edge = len(values) > 1 and best in (0, len(values) - 1)
-    return candidates[best][0], values, edge
+    return candidates[best][0], values, on_grid_edge(best, len(values))
+
+
+def on_grid_edge(position: int, size: int) -> bool:
+    """The grid-edge rule of every step that chooses on a grid (``pick-best``,
+    ``tune-weights``): the choice is the first or the last of two or more grid points, so
+    the optimum may lie beyond the grid."""
+    return size > 1 and position in (0, size - 1)
 
 
 @dataclass

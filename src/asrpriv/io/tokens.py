@@ -54,7 +54,7 @@ from __future__ import annotations
 
 from typing import Iterable, Sequence
 
-from asrpriv.errors import AsrprivError, InputError
+from asrpriv.errors import AsrprivError, InputError, arg
 
 #: SRILM's non-events in N-best hypotheses (lm/src/Vocab.cc, lm/src/LM.cc; see the module doc)
 SRILM_NON_EVENTS: tuple[str, ...] = ("<s>", "</s>", "-pau-")
@@ -116,8 +116,10 @@ HELP = ("Tokens that are not words, dropped from every hypothesis (and reference
         "(docs/FORMATS.md, 'Non-event and noise tokens').")
 
 
-def parse_drop(spec: str | None, what: str = "--drop-tokens") -> frozenset[str]:
-    """The tokens of a drop specification (module docstring); ``None`` or ``""`` = none."""
+def parse_drop(spec: str | None, what: str | None = None) -> frozenset[str]:
+    """The tokens of a drop specification (module docstring); ``None`` or ``""`` = none.
+    ``what`` names the argument in messages (default: ``drop_tokens``)."""
+    what = what or arg("drop_tokens")
     if spec is None:
         return frozenset()
     tokens: set[str] = set()
@@ -143,8 +145,9 @@ def parse_drop(spec: str | None, what: str = "--drop-tokens") -> frozenset[str]:
     return frozenset(tokens)
 
 
-def read_token_file(path: str, what: str = "--drop-tokens") -> list[str]:
+def read_token_file(path: str, what: str | None = None) -> list[str]:
     """Tokens of a file, one per line (``#`` lines and blank lines skipped)."""
+    what = what or arg("drop_tokens")
     from asrpriv.io.lines import iter_lines
 
     if not path:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Sequence
 
-from asrpriv.errors import AsrprivError
+from asrpriv.errors import AsrprivError, arg
 
 #: above this OOV rate perplexity gets a warning that it does not compare across vocabularies
 HIGH_OOV_RATE = 0.10
@@ -18,11 +18,11 @@ HIGH_OOV_RATE = 0.10
 
 def _check_common(lm_paths: Sequence[str], batch_size: int, threads: int) -> None:
     if not lm_paths:
-        raise AsrprivError("give at least one --lm")
+        raise AsrprivError(f"give at least one {arg('lm')}")
     if batch_size < 1:
-        raise AsrprivError(f"--batch-size must be >= 1, got {batch_size}")
+        raise AsrprivError(f"{arg('batch_size')} must be >= 1, got {batch_size}")
     if threads < 0:
-        raise AsrprivError(f"--threads must be >= 0, got {threads}")
+        raise AsrprivError(f"{arg('threads')} must be >= 0, got {threads}")
 
 
 def _load_lms(lm_paths, class_files, batch_size, threads):
@@ -64,6 +64,17 @@ class PerplexitySettings:
 
 
 def perplexity(s: PerplexitySettings, warn=None) -> dict:
+    """The step ``perplexity`` (:func:`_perplexity`); an LM given as ``-`` is read from
+    standard input (copied once: LM files are read twice)."""
+    import dataclasses
+
+    from asrpriv.io.lines import stdin_spooled
+
+    with stdin_spooled(*s.lm_paths, streamed=(s.text,)) as lm_paths:
+        return _perplexity(dataclasses.replace(s, lm_paths=tuple(lm_paths)), warn)
+
+
+def _perplexity(s: PerplexitySettings, warn=None) -> dict:
     """The step ``perplexity``: ppl = exp(-logprob / (words + sentences)), logprob the
     natural-log total; returns the summary (also OOV rate, SRILM's ppl and ppl1) and writes
     it to ``output`` (a line, or JSON with ``as_json``; None: not written)."""
@@ -81,11 +92,11 @@ def perplexity(s: PerplexitySettings, warn=None) -> dict:
         from asrpriv.talk import warn
     _check_common(s.lm_paths, s.batch_size, s.threads)
     if s.max_words < 1:
-        raise AsrprivError(f"--max-words must be >= 1, got {s.max_words}")
+        raise AsrprivError(f"{arg('max_words')} must be >= 1, got {s.max_words}")
     if s.bootstrap is not None and s.bootstrap < 1:
-        raise AsrprivError(f"--bootstrap must be >= 1, got {s.bootstrap}")
+        raise AsrprivError(f"{arg('bootstrap')} must be >= 1, got {s.bootstrap}")
     if not 0.0 < s.confidence_level < 1.0:
-        raise AsrprivError(f"--confidence-level must lie in (0, 1), got {s.confidence_level}")
+        raise AsrprivError(f"{arg('confidence_level')} must lie in (0, 1), got {s.confidence_level}")
     from asrpriv.provenance import check_read_files
 
     lm_paths, text = tuple(s.lm_paths), s.text
@@ -177,6 +188,19 @@ class InterpolateResult:
 
 def interpolate(s: InterpolateSettings, info=None, warn=None,
                 on_report=None) -> InterpolateResult:
+    """The step ``interpolate`` (:func:`_interpolate`); an LM given as ``-`` is read from
+    standard input (copied once)."""
+    import dataclasses
+
+    from asrpriv.io.lines import stdin_spooled
+
+    with stdin_spooled(*s.lm_paths, streamed=(s.heldout,)) as lm_paths:
+        return _interpolate(dataclasses.replace(s, lm_paths=tuple(lm_paths)), info, warn,
+                            on_report)
+
+
+def _interpolate(s: InterpolateSettings, info=None, warn=None,
+                 on_report=None) -> InterpolateResult:
     """The step ``interpolate`` (paper 003 Eq. 3): interpolation weights by EM on held-out
     text, P(w|h) = sum_k w_k P_k(w|h) per word; a static ARPA mixture of n-gram LMs.
     ``on_report(report)`` is called with the EM report before the mixture is written (the
@@ -189,27 +213,27 @@ def interpolate(s: InterpolateSettings, info=None, warn=None,
         from asrpriv.talk import warn
     _check_common(s.lm_paths, s.batch_size, s.threads)
     if not (math.isfinite(s.tol) and s.tol > 0):
-        raise AsrprivError(f"--tol must be > 0, got {s.tol}")
+        raise AsrprivError(f"{arg('tol')} must be > 0, got {s.tol}")
     if s.max_iter < 1:
-        raise AsrprivError(f"--max-iter must be >= 1, got {s.max_iter}")
+        raise AsrprivError(f"{arg('max_iter')} must be >= 1, got {s.max_iter}")
     if s.oov_policy not in ("unk", "exclude"):
-        raise AsrprivError(f"--oov must be 'unk' or 'exclude', got {s.oov_policy!r}")
+        raise AsrprivError(f"{arg('oov')} must be 'unk' or 'exclude', got {s.oov_policy!r}")
     if not 1 <= s.precision <= 17:
-        raise AsrprivError(f"--precision must be in 1..17, got {s.precision}")
+        raise AsrprivError(f"{arg('precision')} must be in 1..17, got {s.precision}")
     lm_paths = tuple(s.lm_paths)
     if len(lm_paths) < 2:
-        raise AsrprivError("give at least two --lm")
+        raise AsrprivError(f"give at least two {arg('lm')}")
     if s.heldout is None and s.weights is None:
-        raise AsrprivError("give --heldout TEXT (estimate weights) or --weights W1,W2,... with -o "
+        raise AsrprivError(f"give {arg('heldout')} TEXT (estimate weights) or {arg('weights')} W1,W2,... with -o "
                            "(write the static mixture)")
     if s.heldout is not None and s.weights is not None:
-        raise AsrprivError("give --heldout (estimate weights) or --weights (fixed), not both; "
-                           "'perplexity --lm .. --weights ..' scores fixed weights, --init starts EM")
+        raise AsrprivError(f"give {arg('heldout')} (estimate weights) or {arg('weights')} (fixed), not both; "
+                           f"'perplexity --lm .. --weights ..' scores fixed weights, {arg('init')} starts EM")
     if s.heldout is not None and s.output == "-":
-        raise AsrprivError("with --heldout, stdout carries the JSON report: give -o a file name")
+        raise AsrprivError(f"with {arg('heldout')}, stdout carries the JSON report: give -o a file name")
     if s.heldout is None and s.class_files:
         raise AsrprivError("a class LM cannot join a static ARPA mixture (its words are classes): "
-                           "estimate weights with --heldout, score with perplexity --weights")
+                           f"estimate weights with {arg('heldout')}, score with perplexity --weights")
     from asrpriv.mixture.weights import weights_with_state
     from asrpriv.provenance import check_read_files, state_to_json, text_state
 
@@ -222,8 +246,8 @@ def interpolate(s: InterpolateSettings, info=None, warn=None,
     fitted: list = []  # what the weights depend on besides the LMs: held-out text, --init @FILE
     init = None
     if s.init:
-        init, init_state = weights_with_state(s.init, len(lm_paths), "--init")
-        fitted.append((s.init[1:] if s.init.startswith("@") else "--init", init_state))
+        init, init_state = weights_with_state(s.init, len(lm_paths), arg("init"))
+        fitted.append((s.init[1:] if s.init.startswith("@") else arg("init"), init_state))
     fitted.append((s.heldout, text_state(s.public_heldout)))
     result = estimate(lm_paths, tuple(s.class_files), s.heldout, s.ids, init, s.tol, s.max_iter,
                       s.oov_policy, s.batch_size, s.threads, info, warn)

@@ -25,7 +25,7 @@ from typing import Callable, Protocol, Sequence
 
 import numpy as np
 
-from asrpriv.errors import InputError, display_name
+from asrpriv.errors import InputError, arg, display_name
 from asrpriv.io.lines import require_regular_file
 from asrpriv.io.sniff import is_torch_file
 
@@ -184,7 +184,7 @@ def pair_classes(lm_paths: Sequence[str], classes: Sequence[str]) -> list[str | 
     if not classes:
         return [None] * len(lm_paths)
     if len(classes) != len(lm_paths):
-        raise AsrprivError(f"{len(classes)} --classes for {len(lm_paths)} LMs: give one per LM, in "
+        raise AsrprivError(f"{len(classes)} {arg('classes')} for {len(lm_paths)} LMs: give one per LM, in "
                            "order, '-' for a word LM")
     return [None if c == "-" else c for c in classes]
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from asrpriv.errors import AsrprivError
+from asrpriv.errors import AsrprivError, arg
 
 #: how far the weights' sum may be from 1
 SUM_TOLERANCE = 1e-6
@@ -39,16 +39,17 @@ def _weights_of_report(path: str, option: str):
         raise InputError(path, None, f"{option} @FILE: bad privacy_state: {err}") from None
 
 
-def parse_weights(text: str | None, count: int, option: str = "--weights") -> list[float]:
+def parse_weights(text: str | None, count: int, option: str | None = None) -> list[float]:
     """:func:`weights_with_state` without the state (scoring steps that write no artifact)."""
     return weights_with_state(text, count, option)[0]
 
 
-def weights_with_state(text: str | None, count: int, option: str = "--weights"):
+def weights_with_state(text: str | None, count: int, option: str | None = None):
     """``(weights, privacy state)``: numbers typed on the command line are public; ``@FILE``
     brings the state its report records."""
     from asrpriv.privacy.state import PUBLIC
 
+    option = option or arg("weights")
     state = PUBLIC
     if text is not None and str(text).startswith("@"):
         text, state = _weights_of_report(str(text)[1:], option)
@@ -61,8 +62,9 @@ def _parse(text: str | None, count: int, option: str) -> list[float]:
     ``@FILE``: the weights of the JSON report that ``interpolate --heldout`` printed.
 
     ``None`` is allowed only for one LM (weight 1). Raises :class:`AsrprivError` (exit 2)
-    with a one-line message otherwise.
+    with a one-line message otherwise. ``option`` names the argument (default: ``weights``).
     """
+    option = option or arg("weights")
     if text is None:
         if count == 1:
             return [1.0]
@@ -91,5 +93,5 @@ def split_mixture(weights: list[float]) -> tuple[list[float], float]:
     ngram = weights[:-1]
     total = sum(ngram)
     if not total > 0:
-        raise AsrprivError("--mixture-weights: the n-gram weights sum to 0")
+        raise AsrprivError(f"{arg('mixture_weights')}: the n-gram weights sum to 0")
     return [w / total for w in ngram], weights[-1]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from asrpriv.errors import arg
+
 
 def adapt_arpa_file(arpa_path: str, adapt_path: str, output: str, beta: float = 0.5,
                     reversed_: bool = False, prior: float = 0.1,
@@ -20,14 +22,15 @@ def adapt_arpa_file(arpa_path: str, adapt_path: str, output: str, beta: float = 
     from asrpriv.errors import AsrprivError
     from asrpriv.io.counts import read_counts
     from asrpriv.io.output import check_writable, open_output
-    from asrpriv.ngram.fma import adapt_arpa, marginals, small_pages, write_arpa_lines
+    from asrpriv.ngram.arpa_writer import write_arpa_lines
+    from asrpriv.ngram.fma import adapt_arpa, marginals, small_pages
     from asrpriv.ngram.packed import read_packed
     from asrpriv.talk import info, warn
     from asrpriv.privacy.state import to_meta
     from asrpriv.provenance import Inputs
 
     if not math.isfinite(beta) or beta < 0:
-        raise AsrprivError(f"--beta must be a finite number >= 0, got {beta}")
+        raise AsrprivError(f"{arg('beta')} must be a finite number >= 0, got {beta}")
     check_writable(output)
     inputs = Inputs(allow_seeded)
 

@@ -112,54 +112,21 @@ def _log10_mix(parts: Sequence[np.ndarray], weights: Sequence[float]) -> np.ndar
 
 
 def mix_models(models: Sequence[PackedArpa], weights: Sequence[float]) -> MixedArpa:
-    """The static mixture of ``models`` with ``weights`` (see the module docstring)."""
+    """The static mixture of ``models`` with ``weights`` (see the module docstring).
+
+    The union vocabulary and each model's view of it (:func:`_union_vocabulary`), the union
+    n-grams closed under prefixes and suffixes (:func:`_union_rows`), each model's tables in
+    union ids (:func:`_sorted_tables`), then the mixed probabilities order by order, lowest
+    first, and the back-off weights of each order's contexts from their listed successors.
+    """
     if len(models) != len(weights):
         raise ValueError("one weight per model")
-    # --- the union vocabulary and each model's view of it
-    words: list[str] = []
-    index: dict[str, int] = {}
-    to_union = []
-    for model in models:
-        ids = []
-        for w in model.words:
-            if w not in index:
-                index[w] = len(words)
-                words.append(w)
-            ids.append(index[w])
-        to_union.append(np.asarray(ids, dtype=np.int64))
+    words, index, to_union, known, ctx_map = _union_vocabulary(models)
     v = len(words)
     base = v + 1  # id v: a context word a model cannot match (it has no <unk>)
-    unk = index.get("<unk>")
-    known = []      # union id -> in model k's vocabulary
-    ctx_map = []    # union id -> the union id model k reads it as, in a context
-    for k, model in enumerate(models):
-        inside = np.zeros(v, dtype=bool)
-        inside[to_union[k]] = True
-        known.append(inside)
-        k_unk = unk if (unk is not None and "<unk>" in model.words) else v
-        ctx_map.append(np.where(inside, np.arange(v), k_unk))
     top = max(m.order for m in models)
-
-    # --- the union n-grams of every order, closed under prefixes and suffixes
-    rows: list[np.ndarray] = [np.arange(v, dtype=np.int64).reshape(-1, 1)]
-    for n in range(2, top + 1):
-        parts = [to_union[k][m.orders[n - 1].ids] for k, m in enumerate(models) if m.order >= n]
-        rows.append(np.concatenate(parts) if parts else np.zeros((0, n), dtype=np.int64))
-    for n in range(top, 2, -1):
-        rows[n - 1] = _unique_rows(rows[n - 1], base)
-        rows[n - 2] = np.concatenate([rows[n - 2], rows[n - 1][:, :-1], rows[n - 1][:, 1:]])
-    if top >= 2:
-        rows[1] = _unique_rows(rows[1], base)
-
-    # --- each model's tables in union ids, rows sorted (lookups: joint row codes + searchsorted)
-    tables = []
-    for k, model in enumerate(models):
-        per_order = []
-        for order in model.orders:
-            r = to_union[k][order.ids]
-            srt = np.argsort(row_codes([r], base)[0], kind="stable")
-            per_order.append((r[srt], order.logp[srt], np.nan_to_num(order.bow[srt], nan=0.0)))
-        tables.append(per_order)
+    rows = _union_rows(models, to_union, v, base, top)
+    tables = _sorted_tables(models, to_union, base)
 
     def table_lookup(k: int, n: int, query: np.ndarray):
         """Index into model k's order-n table of each query row, -1 where absent (None: no table)."""
@@ -218,4 +185,59 @@ def mix_models(models: Sequence[PackedArpa], weights: Sequence[float]) -> MixedA
         prev_k = parts
         prev_mix = mix
     return MixedArpa(words, out)
+
+
+def _union_vocabulary(models: Sequence[PackedArpa]):
+    """``(words, word -> union id, per model: its ids in the union, which union ids it knows,
+    the union id it reads each word as in a context (<unk>, or v: no match))``."""
+    words: list[str] = []
+    index: dict[str, int] = {}
+    to_union = []
+    for model in models:
+        ids = []
+        for w in model.words:
+            if w not in index:
+                index[w] = len(words)
+                words.append(w)
+            ids.append(index[w])
+        to_union.append(np.asarray(ids, dtype=np.int64))
+    v = len(words)
+    unk = index.get("<unk>")
+    known = []      # union id -> in model k's vocabulary
+    ctx_map = []    # union id -> the union id model k reads it as, in a context
+    for k, model in enumerate(models):
+        inside = np.zeros(v, dtype=bool)
+        inside[to_union[k]] = True
+        known.append(inside)
+        k_unk = unk if (unk is not None and "<unk>" in model.words) else v
+        ctx_map.append(np.where(inside, np.arange(v), k_unk))
+    return words, index, to_union, known, ctx_map
+
+
+def _union_rows(models: Sequence[PackedArpa], to_union, v: int, base: int, top: int) -> list[np.ndarray]:
+    """The union n-grams of every order (union ids), closed under prefixes and suffixes."""
+    rows: list[np.ndarray] = [np.arange(v, dtype=np.int64).reshape(-1, 1)]
+    for n in range(2, top + 1):
+        parts = [to_union[k][m.orders[n - 1].ids] for k, m in enumerate(models) if m.order >= n]
+        rows.append(np.concatenate(parts) if parts else np.zeros((0, n), dtype=np.int64))
+    for n in range(top, 2, -1):
+        rows[n - 1] = _unique_rows(rows[n - 1], base)
+        rows[n - 2] = np.concatenate([rows[n - 2], rows[n - 1][:, :-1], rows[n - 1][:, 1:]])
+    if top >= 2:
+        rows[1] = _unique_rows(rows[1], base)
+    return rows
+
+
+def _sorted_tables(models: Sequence[PackedArpa], to_union, base: int):
+    """Each model's tables per order in union ids, rows sorted (lookups: joint row codes and
+    searchsorted): ``(rows, log10 p, log10 back-off with NaN as 0)``."""
+    tables = []
+    for k, model in enumerate(models):
+        per_order = []
+        for order in model.orders:
+            r = to_union[k][order.ids]
+            srt = np.argsort(row_codes([r], base)[0], kind="stable")
+            per_order.append((r[srt], order.logp[srt], np.nan_to_num(order.bow[srt], nan=0.0)))
+        tables.append(per_order)
+    return tables
 

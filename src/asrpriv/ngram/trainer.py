@@ -16,6 +16,8 @@ from asrpriv.ngram.arpa import ArpaModel, format_float, write_arpa
 from asrpriv.ngram.counting import BOS_ID, EOS_ID, UNK_ID, NgramCounts, Vocab, count_ngrams
 from asrpriv.ngram.kneser_ney import FALLBACK_DISCOUNTS, KneserNeyOrder, estimate
 
+from asrpriv.errors import arg
+
 #: digits after the point in trained ARPA files: |log10 error| <= 5e-8, i.e. a relative
 #: probability error below 1.2e-7 (kenlm itself stores float32)
 DEFAULT_PRECISION = 7
@@ -161,10 +163,32 @@ class TrainSettings:
 
 @dataclass
 class TrainResult:
-    """The trained model and, for a class LM, its class map."""
+    """The trained model and, for a class LM, its class map; ``seconds`` the step took;
+    ``vocab_given``: the words were mapped onto a given vocabulary."""
 
     model: TrainedModel
     class_map: object | None
+    seconds: float = 0.0
+    vocab_given: bool = False
+
+    def notes(self) -> list[str]:
+        """What ``train-ngram`` says on stderr: the classes (a class LM), then the counts,
+        the n-grams per order, each order's discounts and the time."""
+        lines = []
+        if self.class_map is not None:
+            lines.append("train-ngram: classes " + ", ".join(
+                f"{c} {len(rows)} words" for c, rows in sorted(self.class_map.classes().items())))
+        counts = self.model.counts
+        lines.append(
+            f"train-ngram: {counts.sentences} sentences, {counts.tokens} words"
+            + (f" ({counts.oov_tokens} mapped to <unk>)" if self.vocab_given else "")
+            + f"; n-grams {' '.join(str(c) for c in self.model.ngram_counts())}; "
+            + "discounts " + "; ".join(
+                f"{n}: " + ",".join(f"{d:.3f}" for d in est.discounts)
+                + (" (fallback)" if est.fallback else "")
+                for n, est in enumerate(self.model.orders, 1))
+            + f"; {self.seconds:.1f} s")
+        return lines
 
 
 def _warn_if_ids(sentences, path):
@@ -188,6 +212,9 @@ def train_ngram(s: TrainSettings) -> TrainResult:
     sentences of ``text``, written as ARPA (log10); with ``classes_out`` a class LM
     (paper 003 §2.2) and its membership file."""
     import math
+    import time
+
+    start = time.perf_counter()
 
     from asrpriv.errors import AsrprivError, InputError
     from asrpriv.io.output import open_output
@@ -195,11 +222,11 @@ def train_ngram(s: TrainSettings) -> TrainResult:
     from asrpriv.ngram.kneser_ney import DiscountError
 
     if not 1 <= s.order <= 9:
-        raise AsrprivError(f"--order must be in 1..9, got {s.order}")
+        raise AsrprivError(f"{arg('order')} must be in 1..9, got {s.order}")
     if not 1 <= s.precision <= 17:
-        raise AsrprivError(f"--precision must be in 1..17, got {s.precision}")
+        raise AsrprivError(f"{arg('precision')} must be in 1..17, got {s.precision}")
     if not (math.isfinite(s.member_share) and 0.0 < s.member_share <= 1.0):
-        raise AsrprivError(f"--member-share must be in (0, 1], got {s.member_share}")
+        raise AsrprivError(f"{arg('member_share')} must be in (0, 1], got {s.member_share}")
     from asrpriv.provenance import Inputs, read_vocabulary, write_arpa_header
 
     inputs = Inputs()
@@ -215,16 +242,16 @@ def train_ngram(s: TrainSettings) -> TrainResult:
         sentences = _warn_if_ids(sentences, s.text)
     class_map = None
     if (s.classes_out is None) != (s.spans is None):
-        raise AsrprivError("--classes FILE and --spans FILE go together")
+        raise AsrprivError(f"{arg('classes')} FILE and {arg('spans')} FILE go together")
     if s.classes_out is not None:
         if vocab is not None:
-            raise AsrprivError("--vocab and --classes together are not supported")
+            raise AsrprivError(f"{arg('vocab')} and {arg('classes')} together are not supported")
         from asrpriv.io.kaldi import iter_text
         from asrpriv.io.output import check_writable
         from asrpriv.ngram.classes import membership_from_spans
         from asrpriv.sanitize.spans import read_spans
 
-        check_writable(s.classes_out, "--classes")
+        check_writable(s.classes_out, arg("classes"))
         spans_by_utt = read_spans(s.spans)
         inputs.add_text(s.spans, s.public)  # annotations of the text: the text's state
         utts = [(utt, words) for _lineno, utt, words in iter_text(s.text)]
@@ -234,7 +261,7 @@ def train_ngram(s: TrainSettings) -> TrainResult:
     try:
         model = train(sentences, s.order, vocab=vocab, discount_fallback=s.discount_fallback)
     except DiscountError as err:
-        raise AsrprivError(f"{err}; try --discount-fallback") from None
+        raise AsrprivError(f"{err}; try {arg('discount_fallback')}") from None
     except EmptyTextError:
         raise InputError(s.text, None, "empty input: expected text, one sentence per line") from None
     with open_output(s.output) as out:
@@ -243,4 +270,4 @@ def train_ngram(s: TrainSettings) -> TrainResult:
     if class_map is not None:
         with open_output(s.classes_out) as out:
             class_map.write(out)
-    return TrainResult(model, class_map)
+    return TrainResult(model, class_map, time.perf_counter() - start, s.vocab is not None)

@@ -22,7 +22,7 @@ from __future__ import annotations
 import itertools
 from dataclasses import dataclass, field
 
-from asrpriv.errors import InputError
+from asrpriv.errors import InputError, arg
 from asrpriv.io.lines import iter_lines
 from asrpriv.io.nbest import NbestReader
 from asrpriv.nnlm.vocab import BOS, EOS
@@ -66,7 +66,7 @@ def _check_words(words: list[str], path: str | None, lineno: int,
                  max_words: int | None = None) -> list[str]:
     if max_words is not None and len(words) > max_words:
         raise InputError(path, lineno, f"a sentence of {len(words)} words is longer than "
-                                       f"--max-words {max_words}")
+                                       f"{arg('max_words')} {max_words}")
     for marker in (BOS, EOS):
         if marker in words:
             raise InputError(path, lineno, f"{marker!r} in the text (sentence markers are added "

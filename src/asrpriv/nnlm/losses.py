@@ -25,6 +25,8 @@ from typing import Sequence
 
 import numpy as np
 
+from asrpriv.errors import arg
+
 MODES = ("none", "hard", "utterance", "token")
 LOSS_NORMS = ("utterance", "token")
 
@@ -41,7 +43,7 @@ def parse_confidence(spec: str) -> tuple[str, float | None]:
         return "hard", threshold
     if spec in ("none", "utterance", "token"):
         return spec, None
-    raise ValueError(f"--confidence must be none, hard:C, utterance or token; got {spec!r}")
+    raise ValueError(f"{arg('confidence')} must be none, hard:C, utterance or token; got {spec!r}")
 
 
 def utterance_confidence(conf: Sequence[float]) -> float:
@@ -67,7 +69,7 @@ def target_weights(n_words: int, conf: Sequence[float] | None, mode: str,
         w = np.ones(n_targets, dtype=np.float64)
     else:
         if conf is None:
-            raise ValueError(f"--confidence {mode} needs per-word confidences")
+            raise ValueError(f"{arg('confidence')} {mode} needs per-word confidences")
         c_j = utterance_confidence(conf)
         if mode == "utterance":
             w = np.full(n_targets, c_j, dtype=np.float64)

@@ -25,6 +25,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from asrpriv.errors import arg
+
 #: defaults per architecture (the papers' shapes); ``build_model`` fills missing keys from here
 DEFAULTS: dict[str, dict] = {
     "transformer": {"emb_dim": 256, "ffn_dim": 1024, "layers": 3, "heads": 4, "dropout": 0.1,
@@ -228,7 +230,7 @@ class LSTMLM(nn.Module):
                  dropout: float = 0.1, tie_embeddings: bool = False) -> None:
         super().__init__()
         if tie_embeddings and emb_dim != hidden_dim:
-            raise ValueError("tied embeddings need --emb-dim equal to --hidden-dim")
+            raise ValueError(f"tied embeddings need {arg('emb_dim')} equal to {arg('hidden_dim')}")
         self.embedding = nn.Embedding(vocab_size, emb_dim)
         self.dropout = Dropout(dropout)
         self.rnn = nn.LSTM(emb_dim, hidden_dim, layers, batch_first=True,

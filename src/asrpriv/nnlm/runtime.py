@@ -35,6 +35,8 @@ from __future__ import annotations
 import os
 import sys
 
+from asrpriv.errors import arg
+
 #: GOMP_SPINCOUNT set when the user set neither it nor OMP_WAIT_POLICY (see the module docstring)
 SPINCOUNT = "10000"
 #: the most threads a default choice takes
@@ -92,12 +94,12 @@ def check_device(device: str) -> None:
     from asrpriv.errors import AsrprivError
 
     if device not in ("cpu", "cuda") and not device.startswith("cuda:"):
-        raise AsrprivError(f"--device must be cpu or cuda, got {device!r}")
+        raise AsrprivError(f"{arg('device')} must be cpu or cuda, got {device!r}")
     if device.startswith("cuda"):
         import torch
 
         if not torch.cuda.is_available():
-            raise AsrprivError("--device cuda: no CUDA device is available")
+            raise AsrprivError(f"{arg('device')} cuda: no CUDA device is available")
 
 
 def bf16_supported(device: str = "cpu") -> bool:

@@ -28,6 +28,8 @@ from asrpriv.nnlm.model import build_model, make_config
 from asrpriv.nnlm.score import encode_sentences, pad_batch
 from asrpriv.nnlm.vocab import Vocabulary, build_vocabulary
 
+from asrpriv.errors import arg
+
 #: the recipes: ``finetune-lm --recipe NAME``; explicit options override them
 RECIPES: dict[str, dict] = {
     # paper 001, client side: SGD lr 1.0, one epoch, batch 8, Eq. 2-4 normalisation
@@ -93,7 +95,7 @@ def set_trainable(model: torch.nn.Module, train_only: str) -> list[torch.nn.Para
         if out is None:
             raise ValueError("the model has no output layer named 'output'")
         if emb is not None and out.weight is emb.weight:
-            raise ValueError("--train-only output: the output weight is tied to the input "
+            raise ValueError(f"{arg('train_only')} output: the output weight is tied to the input "
                              "embedding; use a model without tied embeddings")
     params = []
     for name, p in model.named_parameters():
@@ -249,7 +251,7 @@ def train_lm(model: torch.nn.Module, vocab: Vocabulary, sentences: Sequence[Sequ
     """
     mode, threshold = losses.parse_confidence(confidence)
     if mode != "none" and confidences is None:
-        raise ValueError(f"--confidence {confidence} needs a TSV input with a confidence column")
+        raise ValueError(f"{arg('confidence')} {confidence} needs a TSV input with a confidence column")
     if batch_by not in ("sentences", "tokens"):
         raise ValueError(f"batch_by must be sentences or tokens, got {batch_by!r}")
     if optimizer not in ("sgd", "adam"):

@@ -38,6 +38,8 @@ from dataclasses import dataclass
 
 from asrpriv.privacy.history import History, Release
 
+from asrpriv.errors import arg
+
 #: PLD discretization of the privacy-loss values (dp-accounting's default)
 PLD_DISCRETIZATION = 1e-4
 
@@ -220,11 +222,13 @@ def _num(value) -> str:
     return f"{value:.6g}" if isinstance(value, float) and not math.isnan(value) else str(value)
 
 
-def check_sample_rate(q: float, what: str = "--sample-rate") -> None:
+def check_sample_rate(q: float, what: str | None = None) -> None:
     """The one check of a Poisson sampling rate q (each client takes part in a round with
     probability q, as the accountant assumes): a number in (0, 1], else :class:`AsrprivError`
-    naming ``what``. Used by aggregate, sample-clients and fl-simulate."""
+    naming ``what`` (default: ``sample_rate``). Used by aggregate, sample-clients and
+    fl-simulate."""
     from asrpriv.errors import AsrprivError
 
+    what = what or arg("sample_rate")
     if isinstance(q, bool) or not isinstance(q, (int, float)) or not 0 < q <= 1:
         raise AsrprivError(f"{what} must be in (0, 1]")

@@ -11,6 +11,8 @@ import time
 from dataclasses import dataclass
 from typing import Callable
 
+from asrpriv.errors import arg
+
 
 @dataclass
 class ApproxSettings:
@@ -43,8 +45,29 @@ class ApproxResult:
     scoring_seconds: float
     seconds: float
 
+    @property
+    def tokens_per_second(self) -> float:
+        return self.tokens / max(self.scoring_seconds, 1e-9)
+
+    def summary(self) -> str:
+        """The line ``approx-ngram`` says on stderr."""
+        return (f"approx-ngram: {self.sentences} sentences, {self.tokens} tokens scored in "
+                f"{self.scoring_seconds:.1f} s ({self.tokens_per_second:.0f} tokens/s); n-grams "
+                + " ".join(str(n) for n in self.ngrams) + f"; total {self.seconds:.1f} s")
+
 
 def approx_ngram(s: ApproxSettings, info: Callable[[str], None] | None = None) -> ApproxResult:
+    """The step ``approx-ngram`` (:func:`_approx_ngram`); the model given as ``-`` is read
+    from standard input (copied once)."""
+    import dataclasses
+
+    from asrpriv.io.lines import stdin_spooled
+
+    with stdin_spooled(s.model, streamed=(s.text,)) as (model,):
+        return _approx_ngram(dataclasses.replace(s, model=model), info)
+
+
+def _approx_ngram(s: ApproxSettings, info: Callable[[str], None] | None = None) -> ApproxResult:
     """The step ``approx-ngram``: for every token of ``text`` (its words and each sentence's
     ``</s>``) the neural LM's probability given the whole sentence so far is assigned to the
     token's 1..N-gram and averaged per n-gram (probabilities, not logs); each context keeps
@@ -63,13 +86,13 @@ def approx_ngram(s: ApproxSettings, info: Callable[[str], None] | None = None) -
     from asrpriv.rescore.nnlm import NnlmScorer, _max_positions
 
     if not 1 <= s.order <= 6:
-        raise AsrprivError(f"--order must be in 1..6, got {s.order}")
+        raise AsrprivError(f"{arg('order')} must be in 1..6, got {s.order}")
     if not (math.isfinite(s.min_backoff) and 0.0 <= s.min_backoff < 1.0):
-        raise AsrprivError(f"--min-backoff must be in [0, 1), got {s.min_backoff}")
+        raise AsrprivError(f"{arg('min_backoff')} must be in [0, 1), got {s.min_backoff}")
     if not 1 <= s.precision <= 17:
-        raise AsrprivError(f"--precision must be in 1..17, got {s.precision}")
+        raise AsrprivError(f"{arg('precision')} must be in 1..17, got {s.precision}")
     if s.batch_tokens < 1 or s.threads < 0:
-        raise AsrprivError("--batch-tokens must be >= 1 and --threads >= 0")
+        raise AsrprivError(f"{arg('batch_tokens')} must be >= 1 and {arg('threads')} >= 0")
     inputs = Inputs(s.allow_seeded)
     inputs.add_payload(s.model, read_model_file(s.model))
     inputs.add_text(s.text, s.public)

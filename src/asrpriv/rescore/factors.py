@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 from collections import OrderedDict
 
-from asrpriv.errors import AsrprivError
+from asrpriv.errors import AsrprivError, arg
 from asrpriv.io.factors import read_factors
 
 #: how many clients' factor vectors stay in memory at once (LRU)
@@ -44,7 +44,7 @@ class FactorTable:
         if (factors_file is None) == (factors_dir is None):
             raise ValueError("give exactly one of factors_file and factors_dir")
         if factors_dir is not None and not os.path.isdir(factors_dir):
-            raise AsrprivError(f"{factors_dir}: not a directory (--factors-dir)")
+            raise AsrprivError(f"{factors_dir}: not a directory ({arg('factors_dir')})")
         self.vocab = vocab
         self.factors_file = factors_file
         self.factors_dir = factors_dir
@@ -62,7 +62,7 @@ class FactorTable:
         if self.factors_file is not None:
             return self.factors_file
         if client is None:
-            raise AsrprivError("--factors-dir needs a 'client' column in the N-best TSV")
+            raise AsrprivError(f"{arg('factors_dir')} needs a 'client' column in the N-best TSV")
         if not client or "/" in client or client in (".", ".."):
             raise AsrprivError(f"{where}client {client!r} cannot name a factors file")
         path = os.path.join(self.factors_dir, f"{client}.tsv")
@@ -72,7 +72,7 @@ class FactorTable:
             self.missing_clients.add(client)
             return None
         raise AsrprivError(f"{path}: no factors file for client {client!r} "
-                           "(use --missing-factors ignore to score such clients without factors)")
+                           f"(use {arg('missing_factors')} ignore to score such clients without factors)")
 
     def vector(self, path: str):
         """The log-factor vector (torch float32, length |V|, natural log) of a factors file."""

@@ -35,7 +35,7 @@ from typing import Sequence
 
 import numpy as np
 
-from asrpriv.errors import AsrprivError, InputError
+from asrpriv.errors import AsrprivError, InputError, arg
 from asrpriv.nnlm.gemm import plan_batches
 
 
@@ -67,9 +67,9 @@ class NnlmScorer:
 
         check_device(device)
         if precision not in ("fp32", "bf16"):
-            raise AsrprivError(f"--precision must be fp32 or bf16, got {precision!r}")
+            raise AsrprivError(f"{arg('precision')} must be fp32 or bf16, got {precision!r}")
         if precision == "bf16" and not bf16_supported(device):
-            raise AsrprivError(f"--precision bf16: {device} has no bfloat16 support "
+            raise AsrprivError(f"{arg('precision')} bf16: {device} has no bfloat16 support "
                                "(on CPU: AVX512-BF16 or AMX); use fp32")
         self.low = torch.bfloat16 if precision == "bf16" else None
         self.precision = precision

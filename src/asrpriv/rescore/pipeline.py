@@ -18,10 +18,11 @@ again (``reuse_scores``) with the first-pass information intact.
 from __future__ import annotations
 
 import math
+import os
 from dataclasses import dataclass
 from typing import IO, Iterable, Sequence
 
-from asrpriv.errors import AsrprivError, InputError
+from asrpriv.errors import AsrprivError, InputError, arg
 from asrpriv.io.nbest import NbestReader, Utterance, format_score
 from asrpriv.rescore.combine import Weights
 
@@ -92,8 +93,8 @@ class Layout:
 
     def describe(self) -> str:
         acoustic = self.acoustic or "rank prior -(first_pass_rank-1)"
-        lm = "--ngram" if self.compute_ngram else (self.lm_from or "none")
-        nn = "--nnlm" if self.compute_nnlm else (self.nnlm_from or "none")
+        lm = arg("ngram") if self.compute_ngram else (self.lm_from or "none")
+        nn = arg("nnlm") if self.compute_nnlm else (self.nnlm_from or "none")
         return f"acoustic: {acoustic}; lm (1-w): {lm}; nnlm (w): {nn}"
 
 
@@ -147,7 +148,7 @@ class Rescorer:
                  max_words: int | None = None, rank_only_ok: bool = True,
                  unk_penalty: float = 0.0) -> None:
         if factors is not None and nnlm is None:
-            raise AsrprivError("--factors/--factors-dir need --nnlm (FMP factors rescale the neural LM; "
+            raise AsrprivError(f"{arg('factors')}/{arg('factors_dir')} need {arg('nnlm')} (FMP factors rescale the neural LM; "
                                "for an n-gram, write an adapted ARPA with fma-adapt)")
         self.weights = weights
         self.nnlm = nnlm
@@ -165,7 +166,7 @@ class Rescorer:
         self.drop: frozenset[str] = frozenset()
         self.dropped = 0
         if self.unk_penalty and nnlm is None:
-            raise AsrprivError("--unk-penalty needs --nnlm (it corrects the neural LM's <unk> score)")
+            raise AsrprivError(f"{arg('unk_penalty')} needs {arg('nnlm')} (it corrects the neural LM's <unk> score)")
 
     def run(self, inputs: Sequence[str], out: IO[str], progress=None) -> Stats:
         """Rescore every input (same header required) into ``out``."""
@@ -178,8 +179,8 @@ class Rescorer:
                 self.layout = Layout(reader.columns, self.nnlm is not None, self.ngram is not None,
                                      self.reuse_scores)
                 if not (self.layout.has_nnlm or self.layout.has_lm):
-                    raise AsrprivError("nothing to score with: give --nnlm and/or --ngram "
-                                       "(or --reuse-scores with nnlm_score/ngram_score/lm_score columns)")
+                    raise AsrprivError(f"nothing to score with: give {arg('nnlm')} and/or {arg('ngram')} "
+                                       f"(or {arg('reuse_scores')} with nnlm_score/ngram_score/lm_score columns)")
                 if self.layout.acoustic is None and not self.rank_only_ok:
                     raise InputError(path, 1, RANK_ONLY_MESSAGE)
             elif reader.columns != first_columns:
@@ -210,7 +211,7 @@ class Rescorer:
                     if len(h.words) > self.max_words:
                         raise InputError(reader.path, h.lineno,
                                          f"a hypothesis of {len(h.words)} words is longer than "
-                                         f"--max-words {self.max_words} (the NNLM's cost grows "
+                                         f"{arg('max_words')} {self.max_words} (the NNLM's cost grows "
                                          "with its square)")
             vocab = self.nnlm.vocab
             seqs = [self.nnlm.encode(h.words) for h in hyps]
@@ -256,8 +257,8 @@ class Rescorer:
         for k, score in enumerate(scores):
             if not math.isfinite(score):  # finite parts, but weights so large that the sum overflows
                 raise InputError(reader.path, hyps[k].lineno,
-                                 f"the combined score is not finite ({score}): are --lm-weight or "
-                                 "--word-penalty, or the scores, too large?")
+                                 f"the combined score is not finite ({score}): are {arg('lm_weight')} or "
+                                 f"{arg('word_penalty')}, or the scores, too large?")
 
         out_index = layout.out_index
         width = len(layout.out_columns)
@@ -297,7 +298,7 @@ class Rescorer:
         self.stats.hypotheses += n
         self.stats.words += sum(len(h.words) for h in hyps)
         if progress is not None:
-            progress.update(len(chunk), postfix=f"{self.stats.hypotheses} hyps")
+            progress.update(n, postfix=f"{self.stats.utterances} utt")
 
 
 def iter_inputs(inputs: Iterable[str]) -> list[str]:
@@ -359,72 +360,50 @@ class RescoreResult:
     dropped: int = 0  # non-word tokens dropped (drop_tokens)
     drop: frozenset = frozenset()
 
+    @property
+    def uses_nnlm(self) -> bool:
+        """Whether an NNLM score takes part (computed, or reused from the input)."""
+        return self.layout is not None and self.layout.has_nnlm
 
-def check_rescore_settings(s: RescoreSettings) -> None:
-    """The checks of rescore-nbest's settings that need no file."""
-    for name in ("lm_weight", "word_penalty", "unk_penalty"):
-        value = getattr(s, name)
-        if value is not None and not math.isfinite(value):
-            raise AsrprivError(f"--{name.replace('_', '-')}: expected a finite number, got {value!r}")
-    if s.nnlm_weight is not None and not (math.isfinite(s.nnlm_weight) and 0.0 <= s.nnlm_weight <= 1.0):
-        raise AsrprivError(f"--nnlm-weight must lie in [0, 1], got {s.nnlm_weight}")
-    if s.unk_penalty < 0:
-        raise AsrprivError(f"--unk-penalty must be >= 0, got {s.unk_penalty}")
-    for name in ("batch_tokens", "max_words", "chunk_utts", "threads"):
-        value = getattr(s, name)
-        if value is not None and value < 1:
-            raise AsrprivError(f"--{name.replace('_', '-')} must be >= 1, got {value}")
-    if s.device not in ("cpu", "cuda"):
-        raise AsrprivError(f"--device must be 'cpu' or 'cuda', got {s.device!r}")
-    if s.missing_factors not in ("error", "ignore"):
-        raise AsrprivError(f"--missing-factors must be 'error' or 'ignore', got {s.missing_factors!r}")
-    if s.factors and s.factors_dir:
-        raise AsrprivError("give --factors or --factors-dir, not both")
-    if (s.factors or s.factors_dir) and not s.nnlm:
-        raise AsrprivError("--factors/--factors-dir need --nnlm (FMP factors rescale the neural LM; "
-                           "for an n-gram LM, write an adapted ARPA with fma-adapt)")
-    if not (s.nnlm or s.ngram or s.reuse_scores):
-        raise AsrprivError("nothing to score with: give --nnlm and/or --ngram "
-                           "(or --reuse-scores to re-rank with the input's score columns)")
-    if s.class_files and not s.ngram:
-        raise AsrprivError("--classes needs --ngram (the class ARPA)")
+    def _weights_text(self) -> str:
+        w = self.weights
+        share = f" nnlm_weight={w.nnlm_weight:g}" if self.uses_nnlm else ""
+        return f"lm_weight={w.lm_weight:g}{share} word_penalty={w.word_penalty:g}"
+
+    def notes(self, verbose: bool = False) -> list[str]:
+        """What ``rescore-nbest`` says on stderr, one line each: the counts and the weights
+        used (the NNLM's share only when an NNLM score takes part: no talk about components
+        not in use), untuned weights, the factors, a missing acoustic column."""
+        s = self.stats
+        lines = []
+        if self.layout is not None and verbose:
+            lines.append(f"rescore-nbest: {self.layout.describe()}")
+        note = (f"rescore-nbest: {s.utterances} utterances, {s.hypotheses} hypotheses; "
+                f"{self._weights_text()}")
+        if self.layout is not None and self.layout.compute_nnlm:
+            note += f"; NNLM OOV words (scored as <unk>): {s.nnlm_oov}"
+        if self.drop:
+            note += f"; non-word tokens dropped: {self.dropped}"
+        lines.append(note)
+        if self.untuned:
+            lines.append(f"rescore-nbest: score and rank use untuned default weights "
+                         f"({self._weights_text()}, the AMI first pass's): tune them for your "
+                         "LMs on held-out data with tune-weights (it reads this output) and pass "
+                         "--weights FILE (README, Quick start)")
+        if self.factors_summary is not None:
+            lines.append(f"rescore-nbest: {self.factors_summary}")
+        if self.layout is not None and self.layout.acoustic is None:
+            lines.append("rescore-nbest: no am_score or score column: the acoustic part is the "
+                         "rank prior -(rank-1); tune --lm-weight for such lists (tune-weights)")
+        return lines
 
 
-def rescore_nbest(s: RescoreSettings, verbose: bool = False, progress=None) -> RescoreResult:
-    """The step ``rescore-nbest``: score each hypothesis with the LMs (natural log), combine
-    ``acoustic + lm_weight ((1 - w) lm + w nnlm) + word_penalty n_words``, re-rank, write
-    ``output``. torch is imported only with ``nnlm`` or ``threads``; kenlm with ``ngram``."""
-    from asrpriv.io.output import open_output
-    from asrpriv.mixture.streams import pair_classes
+def resolve_weights(s: RescoreSettings):
+    """The weights ``rescore-nbest`` scores with: each weight given in ``s``, else the weights
+    file's (``s.weights``), else the default (the AMI first pass's, tuned for nothing of
+    yours). The API's ``score_hypotheses`` uses the same rule."""
     from asrpriv.rescore.combine import (DEFAULT_LM_WEIGHT, DEFAULT_NNLM_WEIGHT,
                                          DEFAULT_WORD_PENALTY, read_weights)
-
-    from asrpriv.provenance import check_read_files
-
-    check_rescore_settings(s)
-    ngram = tuple(s.ngram)
-    check_read_files([s.nnlm, *ngram], s.allow_seeded)  # factors: as FactorTable reads them
-    ngram_classes = pair_classes(ngram, tuple(s.class_files))
-    if s.ngram_weights is not None and not ngram:
-        raise AsrprivError("--ngram-weights needs --ngram LMs")
-    ngram_weights, share = s.ngram_weights, None
-    if s.mixture_weights is not None:
-        from asrpriv.mixture.weights import parse_weights, split_mixture
-
-        if not (ngram and s.nnlm) or s.ngram_weights is not None:
-            raise AsrprivError("--mixture-weights needs --ngram LMs and --nnlm, and replaces "
-                               "--ngram-weights")
-        split, share = split_mixture(parse_weights(s.mixture_weights, len(ngram) + 1,
-                                                   "--mixture-weights"))
-        if len(ngram) > 1:
-            ngram_weights = ",".join(map(repr, split))
-    if ngram:
-        from asrpriv.mixture.weights import parse_weights
-
-        mix_weights = parse_weights(ngram_weights, len(ngram), "--ngram-weights")
-    inputs = iter_inputs(s.inputs)
-    if sum(1 for p in inputs if p == "-") > 1:
-        raise AsrprivError("standard input ('-') can be read only once")
 
     given = {"lm_weight": s.lm_weight, "nnlm_weight": s.nnlm_weight, "word_penalty": s.word_penalty}
     weights = Weights(DEFAULT_LM_WEIGHT if s.lm_weight is None else s.lm_weight,
@@ -437,6 +416,113 @@ def rescore_nbest(s: RescoreSettings, verbose: bool = False, progress=None) -> R
                 setattr(weights, name, getattr(loaded, name))
         if not 0.0 <= weights.nnlm_weight <= 1.0:
             raise AsrprivError(f"{s.weights}: nnlm_weight must lie in [0, 1]")
+    return weights
+
+
+def expected_rows(inputs: Sequence[str]) -> int | None:
+    """The hypotheses the inputs hold, for a progress meter's total and ETA: data lines (not
+    the header or ``#`` lines) of plain regular files, counted in bytes; None when an input is
+    stdin, a pipe or compressed (unknown without reading it)."""
+    import stat
+
+    total = 0
+    for path in inputs:
+        if path == "-" or str(path).endswith(".gz"):
+            return None
+        try:
+            if not stat.S_ISREG(os.stat(path).st_mode):
+                return None
+            with open(path, "rb") as stream:
+                lines = comments = 0
+                tail = b"\n"
+                for block in iter(lambda: stream.read(1 << 20), b""):
+                    lines += block.count(b"\n")
+                    comments += block.count(b"\n#")
+                    tail = block[-1:]
+        except OSError:
+            return None
+        lines += tail != b"\n"  # a last line without its newline
+        total += max(lines - 1 - comments, 0)  # the header
+    return total
+
+
+def check_rescore_settings(s: RescoreSettings) -> None:
+    """The checks of rescore-nbest's settings that need no file."""
+    for name in ("lm_weight", "word_penalty", "unk_penalty"):
+        value = getattr(s, name)
+        if value is not None and not math.isfinite(value):
+            raise AsrprivError(f"{arg(name)}: expected a finite number, got {value!r}")
+    if s.nnlm_weight is not None and not (math.isfinite(s.nnlm_weight) and 0.0 <= s.nnlm_weight <= 1.0):
+        raise AsrprivError(f"{arg('nnlm_weight')} must lie in [0, 1], got {s.nnlm_weight}")
+    if s.unk_penalty < 0:
+        raise AsrprivError(f"{arg('unk_penalty')} must be >= 0, got {s.unk_penalty}")
+    for name in ("batch_tokens", "max_words", "chunk_utts", "threads"):
+        value = getattr(s, name)
+        if value is not None and value < 1:
+            raise AsrprivError(f"{arg(name)} must be >= 1, got {value}")
+    if s.device not in ("cpu", "cuda"):
+        raise AsrprivError(f"{arg('device')} must be 'cpu' or 'cuda', got {s.device!r}")
+    if s.missing_factors not in ("error", "ignore"):
+        raise AsrprivError(f"{arg('missing_factors')} must be 'error' or 'ignore', got {s.missing_factors!r}")
+    if s.factors and s.factors_dir:
+        raise AsrprivError(f"give {arg('factors')} or {arg('factors_dir')}, not both")
+    if (s.factors or s.factors_dir) and not s.nnlm:
+        raise AsrprivError(f"{arg('factors')}/{arg('factors_dir')} need {arg('nnlm')} (FMP factors rescale the neural LM; "
+                           "for an n-gram LM, write an adapted ARPA with fma-adapt)")
+    if not (s.nnlm or s.ngram or s.reuse_scores):
+        raise AsrprivError(f"nothing to score with: give {arg('nnlm')} and/or {arg('ngram')} "
+                           f"(or {arg('reuse_scores')} to re-rank with the input's score columns)")
+    if s.class_files and not s.ngram:
+        raise AsrprivError(f"{arg('classes')} needs {arg('ngram')} (the class ARPA)")
+
+
+def rescore_nbest(s: RescoreSettings, verbose: bool = False, progress=None) -> RescoreResult:
+    """The step ``rescore-nbest`` (:func:`_rescore_nbest`); an LM (``ngram``, ``nnlm``) given
+    as ``-`` is read from standard input (copied once: LM files are read twice)."""
+    import dataclasses
+
+    from asrpriv.io.lines import stdin_spooled
+
+    with stdin_spooled(s.nnlm, *s.ngram, streamed=iter_inputs(s.inputs)) as (nnlm, *ngram):
+        return _rescore_nbest(dataclasses.replace(s, nnlm=nnlm, ngram=tuple(ngram)), verbose,
+                              progress)
+
+
+def _rescore_nbest(s: RescoreSettings, verbose: bool = False, progress=None) -> RescoreResult:
+    """The step ``rescore-nbest``: score each hypothesis with the LMs (natural log), combine
+    ``acoustic + lm_weight ((1 - w) lm + w nnlm) + word_penalty n_words``, re-rank, write
+    ``output``. torch is imported only with ``nnlm`` or ``threads``; kenlm with ``ngram``."""
+    from asrpriv.io.output import open_output
+    from asrpriv.mixture.streams import pair_classes
+
+    from asrpriv.provenance import check_read_files
+
+    check_rescore_settings(s)
+    ngram = tuple(s.ngram)
+    check_read_files([s.nnlm, *ngram], s.allow_seeded)  # factors: as FactorTable reads them
+    ngram_classes = pair_classes(ngram, tuple(s.class_files))
+    if s.ngram_weights is not None and not ngram:
+        raise AsrprivError(f"{arg('ngram_weights')} needs {arg('ngram')} LMs")
+    ngram_weights, share = s.ngram_weights, None
+    if s.mixture_weights is not None:
+        from asrpriv.mixture.weights import parse_weights, split_mixture
+
+        if not (ngram and s.nnlm) or s.ngram_weights is not None:
+            raise AsrprivError(f"{arg('mixture_weights')} needs {arg('ngram')} LMs and {arg('nnlm')}, and replaces "
+                               f"{arg('ngram_weights')}")
+        split, share = split_mixture(parse_weights(s.mixture_weights, len(ngram) + 1,
+                                                   arg("mixture_weights")))
+        if len(ngram) > 1:
+            ngram_weights = ",".join(map(repr, split))
+    if ngram:
+        from asrpriv.mixture.weights import parse_weights
+
+        mix_weights = parse_weights(ngram_weights, len(ngram), arg("ngram_weights"))
+    inputs = iter_inputs(s.inputs)
+    if sum(1 for p in inputs if p == "-") > 1:
+        raise AsrprivError("standard input ('-') can be read only once")
+
+    weights = resolve_weights(s)
     if share is not None:
         weights.nnlm_weight = share
 
@@ -479,6 +565,9 @@ def rescore_nbest(s: RescoreSettings, verbose: bool = False, progress=None) -> R
     untuned = s.weights is None and s.lm_weight is None and s.nnlm_weight is None \
         and s.word_penalty is None
     with open_output(s.output) as out, abort_marker(out, s.output in (None, "-")) as marked:
+        if progress is not None and getattr(progress, "enabled", False) \
+                and getattr(progress, "total", 0) is None:
+            progress.total = expected_rows(inputs)  # a shown meter's done/total and ETA
         stats = rescorer.run(inputs, marked, progress)
     return RescoreResult(stats, weights, rescorer.layout,
                          factors.summary() if factors is not None else None, untuned,

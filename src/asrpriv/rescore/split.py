@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 
-from asrpriv.errors import InputError
+from asrpriv.errors import InputError, arg
 from asrpriv.io.nbest import NbestReader, write_header, write_rows
 from asrpriv.io.output import atomic_directory, open_output
 
@@ -25,7 +26,7 @@ def split_by_client(path: str, parts: int, output_dir: str, keep: set[str] | Non
     """
     reader = NbestReader(path)
     if client_of is None and "client" not in reader.index:
-        raise InputError(path, 1, "no 'client' column: give --utt2client")
+        raise InputError(path, 1, f"no 'client' column: give {arg('utt2client')}")
     by_client: dict[str, list] = {}
     order: list[tuple[str, int]] = []
     for utt in reader:
@@ -58,26 +59,64 @@ def split_by_client(path: str, parts: int, output_dir: str, keep: set[str] | Non
     return sizes
 
 
-def split_nbest(path: str, parts: int, output_dir: str, clients: str | None = None,
-                exclude_clients: str | None = None, max_per_client: int | None = None,
-                utt2client: str | None = None) -> list[dict[str, int]]:
+@dataclass
+class SplitSettings:
+    """The settings of ``split-nbest``: the N-best TSV ``input``, ``parts`` per client,
+    ``output_dir`` (``part-K.tsv`` files), client selection (``clients``/``exclude_clients``:
+    ids separated by commas or spaces), ``max_per_client`` utterances, and ``utt2client``
+    (a Kaldi map; default: the TSV's client column)."""
+
+    input: str = "-"
+    parts: int = 2
+    output_dir: str = "split"
+    clients: str | None = None
+    exclude_clients: str | None = None
+    max_per_client: int | None = None
+    utt2client: str | None = None
+
+
+@dataclass
+class SplitResult:
+    """Per part, the utterances of each client."""
+
+    sizes: list[dict[str, int]]
+
+    def summary(self) -> str:
+        """The line ``split-nbest`` says on stderr: clients, and utterances per part."""
+        return split_summary(self.sizes)
+
+
+def split_nbest(s: SplitSettings) -> SplitResult:
     """The step ``split-nbest``: cut each client's utterances into ``parts`` contiguous,
     time-ordered pieces; part k (``output_dir/part-K.tsv``) holds every client's k-th piece
-    (000 Sec. 3.2). ``clients``/``exclude_clients``: ids separated by commas or spaces.
-    Returns, per part, utterances per client."""
+    (000 Sec. 3.2)."""
+    return SplitResult(split_file(s.input, s.parts, s.output_dir, s.clients, s.exclude_clients,
+                                  s.max_per_client, s.utt2client))
+
+
+def split_file(path: str, parts: int, output_dir: str, clients: str | None = None,
+               exclude_clients: str | None = None, max_per_client: int | None = None,
+               utt2client: str | None = None) -> list[dict[str, int]]:
+    """:func:`split_nbest` on plain arguments; returns, per part, utterances per client."""
     from asrpriv.errors import AsrprivError
 
     if parts < 1:
-        raise AsrprivError(f"--parts must be >= 1, got {parts}")
+        raise AsrprivError(f"{arg('parts')} must be >= 1, got {parts}")
     if max_per_client is not None and max_per_client < 1:
-        raise AsrprivError(f"--max-per-client must be >= 1, got {max_per_client}")
+        raise AsrprivError(f"{arg('max_per_client')} must be >= 1, got {max_per_client}")
     keep = set(clients.replace(",", " ").split()) if clients else None
     drop = set(exclude_clients.replace(",", " ").split()) if exclude_clients else set()
     if keep is not None and not keep:
-        raise AsrprivError("--clients is empty")
+        raise AsrprivError(f"{arg('clients')} is empty")
     client_of = None
     if utt2client:
         from asrpriv.io.kaldi import read_map
 
         client_of = read_map(utt2client, "client")
     return split_by_client(path, parts, output_dir, keep, drop, max_per_client, client_of)
+
+
+def split_summary(sizes: list[dict[str, int]]) -> str:
+    """The line ``split-nbest`` says on stderr: clients, and utterances per part."""
+    return (f"split-nbest: {len(sizes[0]) if sizes else 0} client(s); utterances per part: "
+            f"{' '.join(str(sum(s.values())) for s in sizes)}")

@@ -21,7 +21,7 @@ from typing import Sequence
 
 import numpy as np
 
-from asrpriv.errors import AsrprivError, InputError
+from asrpriv.errors import AsrprivError, InputError, arg
 from asrpriv.io.nbest import NbestReader
 from asrpriv.rescore.combine import Weights
 from asrpriv.rescore.pipeline import Layout, _first_pass_rank, _float
@@ -213,25 +213,73 @@ class TuneOutcome:
     lm_grid: list[float]
     nnlm_grid: list[float]
     penalty_grid: list[float]
+    #: whether the scores hold an NNLM column (w is tuned); without one w is not talked about
+    has_nnlm: bool = True
+
+    @property
+    def edge(self) -> list[str]:
+        """The weights whose chosen value lies on the edge of their grid (the rule of
+        :func:`asrpriv.io.select.on_grid_edge`, shared with ``pick-best``)."""
+        from asrpriv.io.select import on_grid_edge
+
+        w = self.result.weights
+        return [name for name, grid, value in (("lm_weight", self.lm_grid, w.lm_weight),
+                                               ("word_penalty", self.penalty_grid, w.word_penalty))
+                if value in grid and on_grid_edge(grid.index(value), len(grid))]
+
+    def summary(self) -> str:
+        """The line ``tune-weights`` says on stderr (no nnlm_weight without an NNLM score)."""
+        r, w = self.result, self.result.weights
+        share = f" nnlm_weight={w.nnlm_weight:g}" if self.has_nnlm else ""
+        return (f"tune-weights: {r.grid.size} grid points on {self.utterances} utterances: "
+                f"WER {r.wer:.2f}% (first pass {r.first_pass_wer:.2f}%) at "
+                f"lm_weight={w.lm_weight:g}{share} word_penalty={w.word_penalty:g}")
+
+    def edge_warning(self) -> str | None:
+        """The warning when a chosen weight lies on its grid's edge (else None)."""
+        edge = self.edge
+        return (f"best {' and '.join(edge)} on the edge of the grid: consider widening it"
+                if edge else None)
 
 
-def tune_weights(nbest: str, ref: str, lm_weights: str = "0:20:0.5",
-                 nnlm_weights: str = "0:1:0.1", word_penalties: str = "-10:10:0.5",
-                 output: str | None = "-", warn=None) -> TuneOutcome:
-    """The step ``tune-weights``: the grid point (START:STOP:STEP, a,b,c or one value per
-    weight) with the fewest 1-best word errors against ``ref`` (Kaldi text), written as a
-    weights file to ``output`` (None: not written) for ``rescore-nbest --weights``."""
+@dataclass
+class TuneSettings:
+    """The settings of ``tune-weights``: the scored N-best TSV ``nbest`` (``-``: stdin), the
+    references ``ref`` (Kaldi text), the three grids (START:STOP:STEP, a,b,c or one value) and
+    ``output`` (the weights file; ``-``: stdout, None: not written)."""
+
+    nbest: str = "-"
+    ref: str = "-"
+    lm_weights: str = "0:20:0.5"
+    nnlm_weights: str = "0:1:0.1"
+    word_penalties: str = "-10:10:0.5"
+    output: str | None = "-"
+
+
+def tune_weights(s: TuneSettings, warn=None) -> TuneOutcome:
+    """The step ``tune-weights``: the grid point with the fewest 1-best word errors against
+    the references, written as a weights file for ``rescore-nbest --weights``."""
+    return tune_files(s.nbest, s.ref, s.lm_weights, s.nnlm_weights, s.word_penalties, s.output,
+                      warn=warn)
+
+
+def tune_files(nbest: str, ref: str, lm_weights: str = "0:20:0.5",
+               nnlm_weights: str = "0:1:0.1", word_penalties: str = "-10:10:0.5",
+               output: str | None = "-", warn=None) -> TuneOutcome:
+    """:func:`tune_weights` on plain arguments: the grid point (START:STOP:STEP, a,b,c or one
+    value per weight) with the fewest 1-best word errors against ``ref`` (Kaldi text), written
+    as a weights file to ``output`` (None: not written) for ``rescore-nbest --weights``."""
     from asrpriv.io.kaldi import read_text
     from asrpriv.io.output import open_output
     from asrpriv.rescore.combine import write_weights
 
     if warn is None:
         from asrpriv.talk import warn
-    lw = parse_grid(lm_weights, "--lm-weights")
-    ws = parse_grid(nnlm_weights, "--nnlm-weights")
-    wp = parse_grid(word_penalties, "--word-penalties")
+    lw = parse_grid(lm_weights, arg("lm_weights"))
+    ws = parse_grid(nnlm_weights, arg("nnlm_weights"))
+    wp = parse_grid(word_penalties, arg("word_penalties"))
     if any(not 0.0 <= w <= 1.0 for w in ws):
-        raise AsrprivError("--nnlm-weights: values must lie in [0, 1]")
+        raise AsrprivError(f"{arg('nnlm_weights')}: values must lie in [0, 1]")
     if nbest == "-" and ref == "-":
         raise AsrprivError("the N-best list and the references cannot both come from standard input")
     refs = read_text(ref)
@@ -253,4 +301,5 @@ def tune_weights(nbest: str, ref: str, lm_weights: str = "0:20:0.5",
     if output is not None:
         with open_output(output) as out:
             write_weights(out, result.weights, meta)
-    return TuneOutcome(result, len(data.utt_ids), lw, ws, wp)
+    return TuneOutcome(result, len(data.utt_ids), lw, ws, wp,
+                       has_nnlm=data.layout.nnlm_from is not None)

@@ -16,7 +16,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import IO, Iterable, Sequence
 
-from asrpriv.errors import InputError, display_name
+from asrpriv.errors import InputError, arg, display_name
 from asrpriv.io.lines import iter_blocks
 from asrpriv.sanitize.lexicon import LongestMatchTagger
 from asrpriv.sanitize.spans import Span, write_spans
@@ -237,11 +237,11 @@ def sanitize(s: SanitizeSettings) -> Report:
 
     classes = tuple(s.classes)
     if not classes:
-        raise AsrprivError("--classes: give at least one class")
+        raise AsrprivError(f"{arg('classes')}: give at least one class")
     if not (math.isfinite(s.keep) and 0.0 <= s.keep <= 1.0):
-        raise AsrprivError(f"--keep must be in [0, 1], got {s.keep}")
+        raise AsrprivError(f"{arg('keep')} must be in [0, 1], got {s.keep}")
     if (s.spans is None) == (s.lexicon is None):
-        raise AsrprivError("give exactly one of --spans FILE or --lexicon FILE")
+        raise AsrprivError(f"give exactly one of {arg('spans')} FILE or {arg('lexicon')} FILE")
     spans_by_utt = tagger = None
     if s.spans is not None:
         spans_by_utt = read_spans(s.spans)

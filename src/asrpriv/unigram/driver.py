@@ -7,7 +7,7 @@ import os
 from dataclasses import dataclass
 from typing import Callable
 
-from asrpriv.errors import AsrprivError, InputError
+from asrpriv.errors import AsrprivError, InputError, arg
 from asrpriv.io.counts import write_counts
 from asrpriv.io.output import open_output
 from asrpriv.unigram.counting import CountAccumulator, nbest_contribution
@@ -62,14 +62,14 @@ def count_nbest(path: str, sigma: float, top: int | None, client_of: dict[str, s
     reader = NbestReader(path, drop=drop)
     needs_client = split or unit == "client"
     if needs_client and client_of is None and "client" not in reader.index:
-        raise InputError(path, 1, "no 'client' column: give --utt2client for --by-client/--unit client")
+        raise InputError(path, 1, f"no 'client' column: give {arg('utt2client')} for {arg('by_client')}/{arg('unit')} client")
     router = _Router(unit, split, make)
     for utt in reader:
         client = None
         if needs_client:
             client = client_of.get(utt.utt_id) if client_of is not None else utt.client
             if client is None:
-                raise InputError(path, utt.hyps[0].lineno, f"utterance {utt.utt_id!r} has no client in --utt2client")
+                raise InputError(path, utt.hyps[0].lineno, f"utterance {utt.utt_id!r} has no client in {arg('utt2client')}")
         contribution = nbest_contribution(((h.rank, h.words) for h in utt.hyps), sigma, top)
         router.add(client, contribution)
     return router.finish()
@@ -84,7 +84,7 @@ def sniff_text(lines: list[tuple[int, str]], path: str | None, ids: bool) -> str
         return None
     columns = first[1].split("\t")
     if "utt_id" in columns and "text" in columns:
-        raise InputError(path, first[0], "an N-best TSV header: count an N-best TSV without --text")
+        raise InputError(path, first[0], f"an N-best TSV header: count an N-best TSV without {arg('text')}")
     problem = tsv_header_problem(first[1])
     if problem:
         raise InputError(path, first[0], problem)
@@ -153,7 +153,7 @@ def count_text(path: str, ids: bool, client_of: dict[str, str] | None, unit: str
         if ids and client_of is not None:
             client = client_of.get(utt_id)
             if client is None and (split or unit == "client"):
-                raise InputError(path, lineno, f"utterance {utt_id!r} has no client in --utt2client")
+                raise InputError(path, lineno, f"utterance {utt_id!r} has no client in {arg('utt2client')}")
         contribution: dict[str, float] = {}
         for word in words:
             if word in drop:
@@ -170,7 +170,7 @@ def _client_label(partition: str, client: str) -> str:
     try:
         check_partition(label)
     except ValueError as err:
-        raise AsrprivError(f"--partition with --by-client: client {client!r}: {err}") from None
+        raise AsrprivError(f"{arg('partition')} with {arg('by_client')}: client {client!r}: {err}") from None
     return label
 
 
@@ -270,17 +270,17 @@ def check_count_settings(s: CountSettings) -> dict:
     import math
 
     if s.unit not in ("utterance", "client"):
-        raise AsrprivError(f"--unit must be 'utterance' or 'client', got {s.unit!r}")
+        raise AsrprivError(f"{arg('unit')} must be 'utterance' or 'client', got {s.unit!r}")
     if s.top is not None and s.top < 1:
-        raise AsrprivError(f"--top must be >= 1, got {s.top}")
+        raise AsrprivError(f"{arg('top')} must be >= 1, got {s.top}")
     if not (math.isfinite(s.sigma) and s.sigma > 0):
-        raise AsrprivError(f"--sigma must be a finite number > 0, got {s.sigma}")
+        raise AsrprivError(f"{arg('sigma')} must be a finite number > 0, got {s.sigma}")
     if s.max_l1 is not None and not (math.isfinite(s.max_l1) and s.max_l1 > 0):
-        raise AsrprivError(f"--max-l1 must be a finite number > 0, got {s.max_l1}")
+        raise AsrprivError(f"{arg('max_l1')} must be a finite number > 0, got {s.max_l1}")
     if not (math.isfinite(s.grid) and s.grid > 0):
-        raise AsrprivError(f"--grid must be a finite number > 0, got {s.grid}")
+        raise AsrprivError(f"{arg('grid')} must be a finite number > 0, got {s.grid}")
     if s.max_l1 is not None and s.max_l1 / s.grid > 2.0 ** 52:
-        raise AsrprivError(f"--max-l1 / --grid must be at most 2^52 grid steps (exact float sums), "
+        raise AsrprivError(f"{arg('max_l1')} / {arg('grid')} must be at most 2^52 grid steps (exact float sums), "
                            f"got {s.max_l1 / s.grid:.3g}")
     labels: dict = {}
     if s.partition is not None:
@@ -293,14 +293,14 @@ def check_count_settings(s: CountSettings) -> dict:
                 raise ValueError("expected a label, got an empty one")
             check_partition(s.partition)
         except ValueError as err:
-            raise AsrprivError(f"--partition: {err}") from None
+            raise AsrprivError(f"{arg('partition')}: {err}") from None
         if s.public:
-            raise AsrprivError("--partition labels private data; --public data needs none")
+            raise AsrprivError(f"{arg('partition')} labels private data; {arg('public')} data needs none")
         labels["partition"] = s.partition
     if s.public:
         labels["public"] = 1
     if s.ids and not s.text:
-        raise AsrprivError("--ids applies to --text input only")
+        raise AsrprivError(f"{arg('ids')} applies to {arg('text')} input only")
     return labels
 
 
@@ -323,9 +323,9 @@ def count_unigrams(s: CountSettings, warn: Callable[[str], None] | None = None) 
 
         client_of = read_map(s.utt2client, "client")
     if s.text and (s.by_client or s.unit == "client") and not (s.ids and client_of):
-        raise AsrprivError("--by-client and --unit client on text need --ids and --utt2client")
+        raise AsrprivError(f"{arg('by_client')} and {arg('unit')} client on text need {arg('ids')} and {arg('utt2client')}")
     if s.by_client and s.output not in ("-", None):
-        raise AsrprivError("--by-client writes DIR/<client>.counts; do not combine it with -o")
+        raise AsrprivError(f"{arg('by_client')} writes DIR/<client>.counts; do not combine it with -o")
 
     def make_accumulator() -> CountAccumulator:
         return CountAccumulator(s.max_l1, s.grid)

@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from asrpriv.errors import AsrprivError
+from asrpriv.errors import AsrprivError, arg
 
 
 @dataclass
@@ -27,13 +27,13 @@ class FmaSettings:
         for name, value in (("alpha", self.alpha), ("beta", self.beta), ("lambda", self.lam),
                             ("smoothing", self.smoothing)):
             if not math.isfinite(value) or value < 0:
-                raise AsrprivError(f"--{name} must be a finite number >= 0, got {value}")
+                raise AsrprivError(f"{arg(name)} must be a finite number >= 0, got {value}")
         if self.alpha + self.beta > 1.0 + 1e-12:
-            raise AsrprivError(f"--alpha + --beta must be <= 1 (got {self.alpha} + {self.beta})")
+            raise AsrprivError(f"{arg('alpha')} + {arg('beta')} must be <= 1 (got {self.alpha} + {self.beta})")
         if self.alpha > 0 and not has_global:
-            raise AsrprivError("--alpha > 0 needs --global (the aggregated counts qbar)")
+            raise AsrprivError(f"{arg('alpha')} > 0 needs {arg('global')} (the aggregated counts qbar)")
         if self.beta > 0 and not has_personal:
-            raise AsrprivError("--beta > 0 needs --personal (the client's counts q)")
+            raise AsrprivError(f"{arg('beta')} > 0 needs {arg('personal')} (the client's counts q)")
 
 
 def distribution(counts: dict[str, float], vocab: list[str], smoothing: float = 0.0) -> dict[str, float]:
@@ -85,7 +85,7 @@ def adaptation_factors(background: dict[str, float], global_counts: dict[str, fl
         factors[word] = settings.lam * (math.log(g) - math.log(u[word]))
     if bad:
         raise AsrprivError(f"g(w) = 0 for {bad} word(s) (alpha + beta = 1 leaves no background mass): "
-                           "use --smoothing > 0 or a smaller alpha + beta")
+                           f"use {arg('smoothing')} > 0 or a smaller alpha + beta")
     return factors
 
 

@@ -24,7 +24,7 @@ from __future__ import annotations
 from fractions import Fraction
 
 from asrpriv import __version__
-from asrpriv.errors import AsrprivError
+from asrpriv.errors import AsrprivError, arg
 from asrpriv.privacy.history import History, check_partition, labels_overlap, partition_string
 
 FORMAT = "asrpriv-counts/2"
@@ -92,20 +92,20 @@ def merge(metas: list[tuple[str, dict[str, str]]], disjoint: bool = False) -> di
         seen: set[str] = set()
         for (name, _), own in zip(metas, labels):
             if not own:
-                raise AsrprivError(f"--disjoint: {name} records no partition, so it cannot be "
+                raise AsrprivError(f"{arg('disjoint')}: {name} records no partition, so it cannot be "
                                    "proven disjoint from the others; label the data when counting "
-                                   "(count-unigrams --partition NAME), or drop --disjoint")
+                                   f"(count-unigrams --partition NAME), or drop {arg('disjoint')}")
             clash = labels_overlap(own, seen)
             if clash:
-                raise AsrprivError(f"--disjoint: partition {', '.join(clash)} of {name} overlaps "
-                                   "another input's (the same data twice?); drop --disjoint "
+                raise AsrprivError(f"{arg('disjoint')}: partition {', '.join(clash)} of {name} overlaps "
+                                   f"another input's (the same data twice?); drop {arg('disjoint')} "
                                    "(sequential composition) or give disjoint inputs")
             seen |= own
     try:
         history = History.combine([history_of(meta) for _, meta in metas], disjoint)
     except ValueError as err:
-        raise AsrprivError(f"--disjoint: {err}; the inputs are not provably disjoint (drop "
-                           "--disjoint for sequential composition)") from None
+        raise AsrprivError(f"{arg('disjoint')}: {err}; the inputs are not provably disjoint (drop "
+                           f"{arg('disjoint')} for sequential composition)") from None
     merged = base_meta()
     for key in MUST_AGREE:
         if first.get(key):

@@ -28,7 +28,7 @@ import random
 from dataclasses import dataclass
 from fractions import Fraction
 
-from asrpriv.errors import AsrprivError, display_name
+from asrpriv.errors import AsrprivError, arg, display_name
 from asrpriv.privacy.laplace import laplace_scale_steps, noisy_counts
 from asrpriv.privacy.history import Release, new_release_id
 from asrpriv.unigram.meta import base_meta, history_of, with_history
@@ -78,19 +78,19 @@ def laplace_counts(meta: dict[str, str], counts: dict[str, float], vocab: list[s
     """
     where = f"{display_name(name)}: " if name is not None else ""
     if epsilon <= 0:
-        raise AsrprivError("--epsilon must be > 0")
+        raise AsrprivError(f"{arg('epsilon')} must be > 0")
     if sensitivity is not None:
         if sensitivity <= 0:
-            raise AsrprivError("--sensitivity must be > 0")
+            raise AsrprivError(f"{arg('sensitivity')} must be > 0")
         if "max_l1" in meta and sensitivity < exact_fraction(meta["max_l1"], "max_l1"):
-            raise AsrprivError(f"{where}--sensitivity {float(sensitivity):g} is below the contribution "
+            raise AsrprivError(f"{where}{arg('sensitivity')} {float(sensitivity):g} is below the contribution "
                                f"bound max_l1={meta['max_l1']} the counts record: that would "
-                               "under-noise; drop --sensitivity (or give one >= the bound)")
+                               f"under-noise; drop {arg('sensitivity')} (or give one >= the bound)")
         source = "override"
     else:
         if "max_l1" not in meta:
             raise AsrprivError(f"{where}the counts record no contribution bound (max_l1); make them with "
-                               "'count-unigrams --max-l1 B' or give --sensitivity explicitly")
+                               f"'count-unigrams --max-l1 B' or give {arg('sensitivity')} explicitly")
         sensitivity = exact_fraction(meta["max_l1"], "max_l1 in metadata")
         source = f"max_l1 per {meta.get('unit', 'unit')}"
     if "grid" in meta:
@@ -199,16 +199,16 @@ def add_noise_counts(s: LaplaceSettings) -> LaplaceResult:
     from asrpriv.talk import seeded_warning
 
     if s.epsilon is None or s.vocab is None:
-        missing = [name for name, value in (("--epsilon EPS (the privacy budget of this release)",
-                                             s.epsilon),
-                                            ("--vocab FILE (the public vocabulary the noise covers)",
-                                             s.vocab)) if value is None]
-        given = [name for name, value in (("--epsilon", s.epsilon), ("--vocab", s.vocab))
+        missing = [name for name, value in (
+            (f"{arg('epsilon')} EPS (the privacy budget of this release)", s.epsilon),
+            (f"{arg('vocab')} FILE (the public vocabulary the noise covers)", s.vocab))
+            if value is None]
+        given = [name for name, value in ((arg("epsilon"), s.epsilon), (arg("vocab"), s.vocab))
                  if value is not None]
-        raise AsrprivError("--mechanism laplace: missing " + " and ".join(missing)
+        raise AsrprivError(f"{arg('mechanism')} laplace: missing " + " and ".join(missing)
                            + (f" ({given[0]} was given)" if given else ""))
-    eps = exact_fraction(str(s.epsilon), "--epsilon")
-    sens = exact_fraction(str(s.sensitivity), "--sensitivity") if s.sensitivity is not None else None
+    eps = exact_fraction(str(s.epsilon), arg("epsilon"))
+    sens = exact_fraction(str(s.sensitivity), arg("sensitivity")) if s.sensitivity is not None else None
     if s.seed is not None:
         seeded_warning(f"--seed {s.seed}")
     meta, counts = read_counts(s.input)

@@ -69,7 +69,8 @@ def check_id(utt_id: str, path: str | None, line: int | None) -> str:
     return utt_id
 
 
-def write_table(table: NbestTable, out: IO[str], drop: frozenset[str] = frozenset()) -> int:
+def write_table(table: NbestTable, out: IO[str], drop: frozenset[str] = frozenset(),
+                keep: list | None = None) -> int:
     """Write ``table`` as our N-best TSV; return the number of utterances.
 
     Checks while streaming: an utterance's rows are contiguous, its ranks unique, every row
@@ -79,7 +80,8 @@ def write_table(table: NbestTable, out: IO[str], drop: frozenset[str] = frozense
     header goes out: input that is not what the importer reads fails with nothing written.
     A failure later is marked by the caller (:func:`asrpriv.io.nbest.abort_marker`).
     ``drop``: tokens removed from every text (:mod:`asrpriv.io.tokens`); their number is
-    :attr:`NbestTable.dropped` afterwards.
+    :attr:`NbestTable.dropped` afterwards. ``keep``: a list that receives each checked row
+    (a :class:`Row` with the text after ``drop``), for callers that want the rows themselves.
     """
     scores = [c for c in SCORE_COLUMNS if c in table.score_columns]
     columns = ["utt_id", "rank", *scores, "text", *table.extra_columns]
@@ -118,6 +120,10 @@ def write_table(table: NbestTable, out: IO[str], drop: frozenset[str] = frozense
         values.append(" ".join(words))
         values.extend(_clean(row.extra.get(c, ""), path, line, c) for c in table.extra_columns)
         out.write("\t".join(values) + "\n")
+        if keep is not None:
+            keep.append(Row(row.utt_id, row.rank, " ".join(words),
+                            {c: row.scores[c] for c in scores},
+                            {c: row.extra.get(c, "") for c in table.extra_columns}, row.where))
     if not seen:
         raise InputError(None, None, "no hypotheses found")
     return len(seen)

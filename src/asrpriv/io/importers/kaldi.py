@@ -70,7 +70,7 @@ import os
 import re
 from typing import Iterator
 
-from asrpriv.errors import AsrprivError, InputError
+from asrpriv.errors import AsrprivError, InputError, arg
 from asrpriv.io.importers.common import NbestTable, Row, check_id, parse_float
 from asrpriv.io.lines import iter_lines
 
@@ -190,7 +190,7 @@ def read(path: str, words: str | None = None, acoustic_scale: float = 1.0, **_ig
     else:
         text_path = os.path.join(path, "text")
         if not os.path.exists(text_path) and os.path.exists(os.path.join(path, "words.int")):
-            raise AsrprivError(f"{path}: has words.int but no text: give --words words.txt")
+            raise AsrprivError(f"{path}: has words.int but no text: give {arg('words')} words.txt")
     for p in (text_path, ac_path):
         if not os.path.exists(p):
             raise AsrprivError(f"{p}: no such file (a Kaldi N-best directory holds text, ac_cost, "
@@ -215,7 +215,7 @@ def _read_archives(dirs: list[str], words: str | None, acoustic_scale: float) ->
         text_path = os.path.join(d, "words" if symbols is not None else "words_text")
         if not os.path.exists(text_path):
             if symbols is None and os.path.exists(os.path.join(d, "words")):
-                raise AsrprivError(f"{d}: has words (integer ids) but no words_text: give --words words.txt")
+                raise AsrprivError(f"{d}: has words (integer ids) but no words_text: give {arg('words')} words.txt")
             raise AsrprivError(f"{text_path}: no such file (lmrescore_nbest.sh writes words and "
                                "words_text in each archives.J folder)")
         ac_path = os.path.join(d, "acwt")
@@ -315,7 +315,7 @@ def _archive_rows(path: str, symbols, acoustic_scale: float, lines=None) -> Iter
                         raise InputError(path, lineno, f"word id {word} is not in the symbol table")
                     word = symbols[word]
                 elif word.isdigit():
-                    raise InputError(path, lineno, "integer word ids: give --words words.txt")
+                    raise InputError(path, lineno, f"integer word ids: give {arg('words')} words.txt")
                 toks.append(word)
             graph += g
             acoustic += a

@@ -23,7 +23,7 @@ from __future__ import annotations
 import os
 from typing import Iterator
 
-from asrpriv.errors import AsrprivError, InputError
+from asrpriv.errors import AsrprivError, InputError, arg
 from asrpriv.io.importers.common import NbestTable, Row, check_id, parse_float
 from asrpriv.io.jsontext import parse_json
 from asrpriv.io.lines import iter_lines
@@ -37,7 +37,7 @@ def manifest_id(entry: dict, id_field: str | None, path: str | None, line: int) 
         return check_id(str(entry[id_field]), path, line)
     audio = entry.get("audio_filepath")
     if not isinstance(audio, str) or not audio:
-        raise InputError(path, line, "no audio_filepath to name the utterance (give --id-field)")
+        raise InputError(path, line, f"no audio_filepath to name the utterance (give {arg('id_field')})")
     return check_id(os.path.splitext(os.path.basename(audio))[0], path, line)
 
 
@@ -65,14 +65,14 @@ def read(path: str, manifest: str | None = None, id_field: str | None = None,
     if _first_char(path) == "{":
         return NbestTable([], _manifest_rows(path, id_field))
     if manifest is None:
-        raise AsrprivError(f"{path}: NeMo beams (text<TAB>score lines) need the input manifest: --manifest FILE")
+        raise AsrprivError(f"{path}: NeMo beams (text<TAB>score lines) need the input manifest: {arg('manifest')} FILE")
     ids: list[tuple[str, int]] = []
     seen: dict[str, int] = {}
     for lineno, entry in iter_manifest(manifest):
         utt = manifest_id(entry, id_field, manifest, lineno)
         if utt in seen:
             raise InputError(manifest, lineno, f"duplicate utterance id {utt!r} (first on line {seen[utt]}; "
-                                               "give --id-field)")
+                                               f"give {arg('id_field')})")
         seen[utt] = lineno
         ids.append((utt, lineno))
     if not ids:
@@ -81,7 +81,7 @@ def read(path: str, manifest: str | None = None, id_field: str | None = None,
     if beam_size is None:
         if n_lines % len(ids):
             raise InputError(path, None, f"{n_lines} lines are not a whole number of beams for "
-                                         f"{len(ids)} manifest entries (give --beam-size)")
+                                         f"{len(ids)} manifest entries (give {arg('beam_size')})")
         beam_size = n_lines // len(ids)
     if n_lines != beam_size * len(ids):
         raise InputError(path, None, f"{n_lines} lines, expected {beam_size} x {len(ids)} manifest entries")

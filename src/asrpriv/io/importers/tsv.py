@@ -15,7 +15,7 @@ from __future__ import annotations
 import csv
 from typing import Iterator
 
-from asrpriv.errors import AsrprivError, InputError
+from asrpriv.errors import AsrprivError, InputError, arg
 from asrpriv.io.importers.common import LN10, NbestTable, Row, check_id, parse_float
 from asrpriv.io.lines import iter_lines
 
@@ -33,13 +33,13 @@ def parse_map(spec: str | None) -> dict[str, str]:
         src, eq, dst = pair.partition("=")
         src, dst = src.strip(), dst.strip()
         if not eq or not src or not dst:
-            raise AsrprivError(f"--map: expected SOURCE=OURS pairs separated by commas, got {pair!r}")
+            raise AsrprivError(f"{arg('map')}: expected SOURCE=OURS pairs separated by commas, got {pair!r}")
         if dst not in OURS:
-            raise AsrprivError(f"--map: {dst!r} is not one of our columns ({', '.join(OURS)})")
+            raise AsrprivError(f"{arg('map')}: {dst!r} is not one of our columns ({', '.join(OURS)})")
         if src in out:
-            raise AsrprivError(f"--map: source column {src!r} mapped twice")
+            raise AsrprivError(f"{arg('map')}: source column {src!r} mapped twice")
         if dst in out.values():
-            raise AsrprivError(f"--map: two source columns mapped to {dst!r}")
+            raise AsrprivError(f"{arg('map')}: two source columns mapped to {dst!r}")
         out[src] = dst
     return out
 
@@ -62,7 +62,7 @@ def read(path: str | None, mapping: dict[str, str] | None = None, delimiter: str
     header = next(csv.reader([header_line], delimiter=delim))
     for src in mapping:
         if src not in header:
-            raise InputError(path, lineno, f"--map names column {src!r}, which the header lacks "
+            raise InputError(path, lineno, f"{arg('map')} names column {src!r}, which the header lacks "
                                            f"(got: {' '.join(header)})")
     names = [mapping.get(h, h) for h in header]
     dup = {n for n in names if names.count(n) > 1}
@@ -71,7 +71,7 @@ def read(path: str | None, mapping: dict[str, str] | None = None, delimiter: str
     missing = [c for c in ("utt_id", "text") if c not in names]
     if missing:
         raise InputError(path, lineno, f"no column for {', '.join(missing)}: map one with "
-                                       f"--map SOURCE={missing[0]} (got: {' '.join(header)})")
+                                       f"{arg('map')} SOURCE={missing[0]} (got: {' '.join(header)})")
     scores = [c for c in SCORES if c in names]
     extra = [n for n in names if n not in ("utt_id", "text", "rank", *SCORES)]
     scale = LN10 if log_base == "10" else 1.0
