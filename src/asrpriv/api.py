@@ -67,6 +67,7 @@ STEP_ENTRIES: dict[str, str] = {
     "pick-best": "asrpriv.io.select:pick_best",
     "audit-items": "asrpriv.audit.subsets:audit_items",
     "fmp-rounds": "asrpriv.federated.fmp:fmp_rounds",
+    "fl-rounds": "asrpriv.federated.rounds:run_rounds",
     # the Flower steps' entries live in the optional package asrpriv_flower, which nothing in
     # asrpriv imports (not re-exported below: import them from there)
     "fl-fmp": "asrpriv_flower.fmp:simulate_fmp",
@@ -120,6 +121,9 @@ _LAZY: dict[str, str] = {
     "FmpRoundsSettings": "asrpriv.federated.fmp:FmpRoundsSettings",
     "FmpSettings": "asrpriv.federated.fmp:FmpSettings",
     "FmpRoundsResult": "asrpriv.federated.fmp:FmpRoundsResult",
+    "run_rounds": "asrpriv.federated.rounds:run_rounds",
+    "RoundSettings": "asrpriv.federated.rounds:RoundSettings",
+    "RoundsResult": "asrpriv.federated.rounds:RoundsResult",
 }
 __all__ += list(_LAZY)
 
