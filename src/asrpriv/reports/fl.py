@@ -21,8 +21,8 @@ import glob
 import os
 import statistics
 
-from asrpriv.reports.common import (DATA_NAME, ci, data_name, data_paragraph, fmt_eps, read_json,
-                                    runtime_paragraph, save_figure)
+from asrpriv.reports.common import (DATA_NAME, ci, data_name, data_paragraph, fmt_eps, mode_label,
+                                    part_commands, read_json, runtime_paragraph, save_figure)
 
 # paper 001: (PPL, WER %) on the conversation evaluation set
 PAPER_T2 = {"nonnlm": (None, 8.07), "pretrained": (109.4, 7.96), "server-all": (31.3, 7.79),
@@ -121,13 +121,14 @@ def main(argv: list[str] | None = None) -> int:
     L.append(data_paragraph(a.data) + "\n")
     command = a.command or f"bin/fl-finetune-experiment{'' if a.mode in ('', 'full') else ' --' + a.mode} DATA_DIR OUT_DIR"
     L.append(runtime_paragraph(out, int(a.seconds or 0), "**/*.key", command) + "\n")
-    L.append("Mode: %s. **Not the paper's setting**: paper 001 used an "
+    L.append("%s **Not the paper's setting**: paper 001 used an "
              "in-house video recognizer (CTC + 5-gram), 5-best lists, a character-aware LSTM NNLM, 166K adaptation "
              "utterances over ~10K Zipf-distributed devices and 1,000 rounds of 100 clients; here a synthetic-speech first pass "
              "(20-best, 2M-bigram LM), %s adaptation meetings as clients, q = %s, T = %s rounds, "
              "FedAdam lr %s, NNLM `%s`. The paper's numbers (its *conversation* set) are beside ours for orientation; "
              "compare directions and relative sizes, not values.\n"
-             % (a.mode, a.clients, a.rate, a.rounds, a.server_lr, a.nnlm_args))
+             % (mode_label(a.mode, part_commands(out, command)), a.clients, a.rate, a.rounds,
+                a.server_lr, a.nnlm_args))
     if base:
         L.append(f"Evaluation: {base['sentences']} dev utterances, {base['ref_words']} reference words (one word = "
                  f"{100.0 / base['ref_words']:.3f} WER points); weights tuned per row on the held-out tuning meetings. "

@@ -15,7 +15,8 @@ import argparse
 import json
 import os
 
-from asrpriv.reports.common import data_name, data_paragraph, runtime_paragraph, save_figure
+from asrpriv.reports.common import (data_name, data_paragraph, mode_label, part_commands,
+                                    runtime_paragraph, save_figure)
 
 # 004 Tables 4.8 (case 1: talk) and 4.9 (case 2: speaker): (pure clusters, purity, entropy);
 # its epochs 0 and 2 are our epochs 1 and 3 (004 counts from 0)
@@ -157,8 +158,10 @@ def main(argv: list[str] | None = None) -> int:
     L = ["# Leakage audit of shared model updates (paper 004 §4.3-4.6)\n"]
     L.append(data_paragraph(a.data) + " The audit itself uses the AMI transcripts (text), not the synthetic "
              "speech's recognizer output.\n")
-    L.append(f"Mode {a.mode}. " + runtime_paragraph(out, int(a.seconds or 0), "**/*.key",
-                                                    a.command or "bin/leakage-audit") + "\n")
+    mode = (f"Mode {a.mode}. " if a.mode != "full"   # "full" only if the full defaults ran
+            else mode_label(a.mode, part_commands(out, a.command or "")) + " ")
+    L.append(mode + runtime_paragraph(out, int(a.seconds or 0), "**/*.key",
+                                      a.command or "bin/leakage-audit") + "\n")
     L.append("**What differs from 004**: 004 fine-tuned "
              "acoustic models (5 layers) on TED talks, 2,745 items (4 sub-talks per talk, ~700 speakers); here each "
              f"item is a quarter of one AMI meeting speaker's transcribed words, and the model is a word-level NNLM "
