@@ -64,9 +64,14 @@ def test_fl_recipe_tiny_slice(tmp_path):
     # the DP model carries its Gaussian release; the non-DP one none
     history = (out / "privacy" / "dp-token-z0.5-d1.history.txt").read_text()
     assert "aussian" in history, history
-    # the FL run sampled its cohort by Poisson sampling from the 8 adapt meetings
-    cohort = (out / "fl" / "fl-token" / "clients-1.txt").read_text().split()
-    assert set(cohort) <= set((out / "data" / "adapt.clients").read_text().split())
+    # the FL run (fl-rounds) sampled its cohort by Poisson sampling from the 8 adapt meetings
+    cohort = (out / "fl" / "fl-token" / "round-1" / "clients.txt").read_text().split()
+    assert set(cohort) <= set((out / "data" / "adapt.units").read_text().split())
+    assert (out / "data" / "adapt.units").read_text() == (out / "data" / "adapt.clients").read_text()
+    # the DP rows state their unit of privacy and that sampling drew from the secure source
+    assert "**Unit of privacy** of the DP rows: one client = one adaptation meeting" in results
+    assert "Client sampling drew from the OS's secure source" in results
+    assert " Code: commit " in results
     # a rerun reuses everything, and says so on stderr
     again = _run(out, env)
     assert again.returncode == 0, again.stderr[-3000:]

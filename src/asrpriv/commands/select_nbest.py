@@ -30,10 +30,13 @@ from asrpriv.commands.options import common_options, output_option
               help="With --list-clients: only the 1st, (K+1)th, (2K+1)th... client (e.g. every "
                    "4th meeting tunes, the others evaluate).")
 @click.option("--others", is_flag=True, help="With --every: the clients it leaves out.")
+@click.option("--utt2client", default=None, metavar="MAP",
+              help="With --list-clients: list the clients of this Kaldi map (utt_id client, e.g. "
+                   "utt2spk: speakers) instead of the client column.")
 @output_option
 @common_options
 def select_nbest(input_path, clients, exclude_clients, max_per_client, top, best, ref_path,
-                 rows_path, list_clients, every, others, output):
+                 rows_path, list_clients, every, others, utt2client, output):
     """Select from an N-best TSV (columns found by name): rows of some clients (default: an
     N-best TSV with the input's header), or, of the selected utterances, the 1-best text
     (--best), the references (--references), reference rows (--reference-rows) or the
@@ -51,4 +54,5 @@ def select_nbest(input_path, clients, exclude_clients, max_per_client, top, best
     run(SelectNbestSettings(input=input_path, clients=clients, exclude_clients=exclude_clients,
                             max_per_client=max_per_client, top=top, best=best,
                             references=ref_path, reference_rows=rows_path,
-                            list_clients=list_clients, every=every, others=others, output=output))
+                            list_clients=list_clients, every=every, others=others,
+                            utt2client=utt2client, output=output))
