@@ -67,7 +67,8 @@ def make_inputs(work: Path, clients: int) -> None:
 
 
 def asrpriv(*args: str) -> None:
-    subprocess.run([sys.executable, "-m", "asrpriv", *args, "-q"], check=True, env=ENV)
+    subprocess.run([sys.executable, "-m", "asrpriv", *args, "-q"], check=True, env=ENV,
+                   stdout=subprocess.DEVNULL)
 
 
 def shell_rounds(work: Path, rate: float, rounds: int) -> tuple[float, int]:

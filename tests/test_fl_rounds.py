@@ -167,3 +167,23 @@ def test_dp_epsilon_of_the_model_is_that_of_z_q_t(work, tmp_path):
         assert ours[key] == pytest.approx(theirs[key], rel=1e-9), key
     sampled = [(run / f"round-{t}" / "clients.txt").read_text().split() for t in range(1, 5)]
     assert all(set(c) <= set(CLIENTS) for c in sampled)
+
+
+def test_speakers_as_clients(work, tmp_path):
+    """CLIENT_BY=speaker: select-nbest --list-clients --utt2client lists the speakers of the
+    selected utterances, and fl-rounds --utt2client samples exactly that population."""
+    utt2spk = AMI / "adapt" / "utt2spk"
+    listed = ok(run_cli(["select-nbest", "-q", "--list-clients", "--utt2client", str(utt2spk),
+                         str(work / "adapt.tsv")])).stdout.split()
+    speakers = {line.split()[1] for line in utt2spk.read_text().splitlines()
+                if line.split()[0] in {r.split("\t")[0] for r in
+                                       (work / "adapt.tsv").read_text().splitlines()[1:]}}
+    assert listed == sorted(speakers) and not set(listed) & set(CLIENTS)  # speakers, not meetings
+    run = tmp_path / "run"
+    ok(run_cli(["fl-rounds", "-q", "--init", str(work / "base.pt"), "--train",
+                str(work / "adapt.tsv"), "--utt2client", str(utt2spk), "--run-dir", str(run),
+                "--rounds", "1", "--sample-rate", "1", "--server", "fedavg", "--threads", "1"]))
+    report = json.loads((run / "round-1" / "report.json").read_text())
+    assert report["sampled"] == listed
+    bad = run_cli(["select-nbest", "-q", "--utt2client", str(utt2spk), str(work / "adapt.tsv")])
+    assert bad.exit_code == 2 and "--list-clients" in bad.stderr

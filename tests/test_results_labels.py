@@ -37,8 +37,8 @@ CLAIMS_FULL = re.compile(r"^(?:Mode:? full\b|# .*\(full run)", re.M)
 NOT_FULL = "**Not the full defaults**"
 FIRST_LINES = 12
 DP = re.compile(r"\bDP\b|epsilon")
-SAMPLING = re.compile(r"client sampling drew from the OS's secure source|Client sampling used the "
-                      r"public seed .*does not hold|No client sampling", re.S)
+SAMPLING = re.compile(r"client sampling drew from the OS's secure source|client sampling used the "
+                      r"public seed .*does not hold|no client sampling", re.S | re.I)
 
 
 def commits_of(path) -> list[str] | None:
