@@ -228,7 +228,9 @@ def main(argv: list[str] | None = None) -> int:
              "N(0, (z C)^2) per coordinate (add-noise --mechanism gaussian: local DP of one item, no sampling "
              "amplification); z = 0 is clipping alone. Counts: each item's unigram counts with a per-utterance L1 "
              f"bound of {a.max_l1} words, discrete Laplace noise at epsilon per utterance (add-noise, every word of the "
-             "public pre-training vocabulary noised)." + (" **Noise seeded: not private.**" if a.noise_seeded else "") + "\n")
+             "public pre-training vocabulary noised). Unit of privacy: one item (Gaussian rows) or one "
+             "utterance (Laplace rows); no client sampling: every item is released."
+             + (" **Noise seeded: not private.**" if a.noise_seeded else "") + "\n")
     L.append("| Shared artefact | noise | speaker purity (Method 2; p; null) | pure clusters (p) "
              "| mean speaker rank [95% CI], p | gender probe [95% CI] |")
     L.append("|---|---|---|---|---|---|")
