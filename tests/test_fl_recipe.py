@@ -117,3 +117,18 @@ def test_fl_recipe_reduced_every_row_has_an_interval(tmp_path):
     # the exact command and this one invocation's run time
     assert "Made by `" in text and "PYTHON=" in text and "bin/fl-finetune-experiment --reduced" in text
     assert len((out / "runtime.tsv").read_text().splitlines()) == 1
+
+
+def test_fl_recipe_refuses_a_public_sampling_seed_for_dp_rows(tmp_path):
+    """DP rows sample from the OS's secure source: SAMPLE_SEED with DP rows is refused before
+    anything runs (TEST_SEEDED_DP_SAMPLING=1 is the tests' way round it)."""
+    env = _env()
+    env["SAMPLE_SEED"] = "3"
+    proc = _run(tmp_path / "out", env)
+    assert proc.returncode != 0
+    assert "SAMPLE_SEED=3 would make the DP rows' cohorts public" in proc.stderr
+    assert not (tmp_path / "out" / "models").exists()
+    env["CLIENT_BY"] = "household"
+    env.pop("SAMPLE_SEED")
+    proc = _run(tmp_path / "out2", env)
+    assert proc.returncode != 0 and "CLIENT_BY must be meeting or speaker" in proc.stderr
