@@ -4,7 +4,9 @@ Same model (the FMP paper's Transformer shape by default: embedding 256, FFN 102
 4 heads, vocabulary of the bundled AMI training text), same N-best lists (the bundled AMI dev
 set), same run. Prints hypotheses/s of both and their ratio (target >= 10x on CPU), and the
 achieved FLOP rate of rescore-nbest as a fraction of a torch matmul timed right after each run
-(target >= 70%, issue 28). Weights are random (speed does not depend on them).
+(informational: issue 28's target of >= 70% was retired by issue 41, its measured reason
+accepted -- rescoring is judged by its throughput against the loop and by whole experiments).
+Weights are random (speed does not depend on them).
 
 By default rescore-nbest runs on the whole dev set (986 utterances, 19,637 hypotheses) and the
 naive loop on 2,000 evenly spaced hypotheses of it (the first hypotheses of the file are longer
@@ -32,6 +34,10 @@ from collections import Counter
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "src"))
 AMI = os.path.join(ROOT, "examples", "data", "ami")
+
+
+#: the FLOP-rate rows' "target": none (issue 28's >= 0.7x retired by issue 41)
+INFORMATIONAL = "informational (no target)"
 
 
 def model_flops(config: dict, context: float) -> tuple[float, float]:
@@ -264,11 +270,11 @@ def main() -> None:
         per_pair = sorted(executed / seconds / 1e9 / r for seconds, r in pair_refs[p])
         print(f"achieved ({p}): {rate:.1f} GFLOP/s executed; torch {dtype} matmul in this run: "
               f"{ref:.1f} GFLOP/s (best of {len(per_pair)}, each timed right after a rescore-nbest "
-              f"run) -> ratio {100 * rate / ref:.0f}% (target >= 70%); per pair "
+              f"run) -> ratio {100 * rate / ref:.0f}% (informational, no target); per pair "
               f"{', '.join(f'{100 * r:.0f}%' for r in per_pair)}, median "
               f"{100 * statistics.median(per_pair):.0f}%; naive-equivalent "
               f"{naive_flops / fast_s[p] / 1e9:.1f} GFLOP/s")
-        record(f"rescore_nbest{suffix}_flops", rate / ref, ">= 0.7x", repeats=len(per_pair),
+        record(f"rescore_nbest{suffix}_flops", rate / ref, INFORMATIONAL, repeats=len(per_pair),
                median=statistics.median(per_pair),
                best={"executed_gflops": rate, "matmul_gflops": ref},
                what=f"rescore-nbest --precision {p}'s executed FLOP rate / a same-run torch {dtype} matmul's")

@@ -64,9 +64,14 @@ def test_fl_recipe_tiny_slice(tmp_path):
     # the DP model carries its Gaussian release; the non-DP one none
     history = (out / "privacy" / "dp-token-z0.5-d1.history.txt").read_text()
     assert "aussian" in history, history
-    # the FL run sampled its cohort by Poisson sampling from the 8 adapt meetings
-    cohort = (out / "fl" / "fl-token" / "clients-1.txt").read_text().split()
-    assert set(cohort) <= set((out / "data" / "adapt.clients").read_text().split())
+    # the FL run (fl-rounds) sampled its cohort by Poisson sampling from the 8 adapt meetings
+    cohort = (out / "fl" / "fl-token" / "round-1" / "clients.txt").read_text().split()
+    assert set(cohort) <= set((out / "data" / "adapt.units").read_text().split())
+    assert (out / "data" / "adapt.units").read_text() == (out / "data" / "adapt.clients").read_text()
+    # the DP rows state their unit of privacy and that sampling drew from the secure source
+    assert "**Unit of privacy** of the DP rows: one client = one adaptation meeting" in results
+    assert "Client sampling drew from the OS's secure source" in results
+    assert " Code: commit " in results
     # a rerun reuses everything, and says so on stderr
     again = _run(out, env)
     assert again.returncode == 0, again.stderr[-3000:]
@@ -112,3 +117,18 @@ def test_fl_recipe_reduced_every_row_has_an_interval(tmp_path):
     # the exact command and this one invocation's run time
     assert "Made by `" in text and "PYTHON=" in text and "bin/fl-finetune-experiment --reduced" in text
     assert len((out / "runtime.tsv").read_text().splitlines()) == 1
+
+
+def test_fl_recipe_refuses_a_public_sampling_seed_for_dp_rows(tmp_path):
+    """DP rows sample from the OS's secure source: SAMPLE_SEED with DP rows is refused before
+    anything runs (TEST_SEEDED_DP_SAMPLING=1 is the tests' way round it)."""
+    env = _env()
+    env["SAMPLE_SEED"] = "3"
+    proc = _run(tmp_path / "out", env)
+    assert proc.returncode != 0
+    assert "SAMPLE_SEED=3 would make the DP rows' cohorts public" in proc.stderr
+    assert not (tmp_path / "out" / "models").exists()
+    env["CLIENT_BY"] = "household"
+    env.pop("SAMPLE_SEED")
+    proc = _run(tmp_path / "out2", env)
+    assert proc.returncode != 0 and "CLIENT_BY must be meeting or speaker" in proc.stderr

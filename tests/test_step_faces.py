@@ -394,6 +394,20 @@ def case_fmp_rounds(d, a, c):
         _same(a / name, c / name)
 
 
+def case_fl_rounds(d, a, c):
+    # q 1 (every client), one round, FedAvg: the API's and the CLI's run directories agree
+    settings = api.RoundSettings(init=str(_tiny_model(d)), train=str(d / "nbest.tsv"),
+                                 run_dir=str(a), rounds=1, sample_rate=1.0, seed=3,
+                                 server="fedavg", training={"epochs": 1})
+    result = api.run_rounds(settings)
+    assert result.final_model == str(a / "model-1.pt") and result.client_updates > 0
+    _cli("fl-rounds", "-q", "--init", settings.init, "--train", settings.train, "--run-dir",
+         str(c), "--rounds", "1", "--sample-rate", "1", "--seed", "3", "--server", "fedavg",
+         "--epochs", "1", "--threads", "1")
+    for name in ("model-1.pt", "state.pt", "round-1/clients.txt"):
+        _same(a / name, c / name)
+
+
 def _record(monkeypatch, module: str, name: str, returns):
     """Put a stand-in for an entry: it records what it was handed and returns ``returns``."""
     import importlib

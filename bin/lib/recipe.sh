@@ -100,6 +100,7 @@ recipe_runtime() {  # after OUT exists: this invocation's line of OUT/runtime.ts
   # (or earlier by recipe_runtime_record), "seconds<TAB>start (epoch s)<TAB>command", a stopped
   # invocation's command marked "[stopped: exit N]" (its artefacts may be reused by the next part)
   RUNTIME_RECORDED=""
+  recipe_code_record   # the commit (and whether src/ and bin/ were clean) this invocation runs
   trap 'recipe_runtime_record "$?"' EXIT
   trap 'exit 130' INT
   trap 'exit 143' TERM
@@ -111,6 +112,22 @@ recipe_runtime_record() {  # recipe_runtime_record [STATUS]: append this invocat
   local note=""
   [ "${1:-0}" = 0 ] || note=" [stopped: exit $1]"
   printf '%s\t%s\t%s\n' "$(( $(date +%s) - START ))" "$START" "${COMMAND:-bin/$RECIPE}$note" >> "$OUT/runtime.tsv"
+}
+
+recipe_code() {  # "COMMIT<TAB>clean|modified": the code this invocation runs (git), or "unknown<TAB>unknown"
+  local root commit state
+  root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+  if commit=$(git -C "$root" rev-parse HEAD 2>/dev/null); then
+    if [ -z "$(git -C "$root" status --porcelain --untracked-files=no -- src bin 2>/dev/null)" ]; then
+      state=clean; else state=modified; fi
+  else
+    commit=unknown; state=unknown
+  fi
+  printf '%s\t%s\n' "$commit" "$state"
+}
+
+recipe_code_record() {  # OUT/code.tsv: "start<TAB>commit<TAB>clean|modified" of this invocation's code
+  printf '%s\t%s\n' "$START" "$(recipe_code)" >> "$OUT/code.tsv"
 }
 
 recipe_runtime_begin() {  # recipe_runtime_begin ARTEFACT: OUT holds ARTEFACT from before runtime.tsv was kept

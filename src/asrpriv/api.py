@@ -73,6 +73,7 @@ STEP_ENTRIES: dict[str, str] = {
     "audit-items": "asrpriv.audit.subsets:audit_items",
     "fmp-rounds": "asrpriv.federated.fmp:fmp_rounds",
     "privacy-report": "asrpriv.privacy.report:privacy_report",
+    "fl-rounds": "asrpriv.federated.rounds:run_rounds",
     # the Flower steps' entries live in the optional package asrpriv_flower, which nothing in
     # asrpriv imports (not re-exported below: import them from there)
     "fl-fmp": "asrpriv_flower.fmp:simulate_fmp",
@@ -112,6 +113,7 @@ _LAZY_MODULES: dict[str, tuple[str, ...]] = {
                               "FmpRoundsResult"),
     "asrpriv.wer.step": ("score_wer_files", "ScoreWerSettings"),
     "asrpriv.stats.multiple": ("holm_adjust",),
+    "asrpriv.federated.rounds": ("run_rounds", "RoundSettings", "RoundsResult"),
 }
 _LAZY: dict[str, str] = {name: f"{module}:{name}" for module, names in _LAZY_MODULES.items()
                          for name in names}

@@ -66,6 +66,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
                      "ARPA n-gram approximation of a neural LM (paper 003 §2.4)."),
     "fmp-rounds": ("asrpriv.commands.fmp_rounds:fmp_rounds",
                    "FMP's rounds (paper 000) for every client in one process (bin/fmp-experiment)."),
+    "fl-rounds": ("asrpriv.commands.fl_rounds:fl_rounds",
+                  "Federated rounds (paper 001) in one process: sampling, clients, server round."),
     "fl-fmp": ("asrpriv.commands.fl_fmp:fl_fmp",
                "FMP's rounds (paper 000) on Flower's simulation engine (needs asrpriv[flower])."),
     "fl-simulate": ("asrpriv.commands.fl_simulate:fl_simulate",

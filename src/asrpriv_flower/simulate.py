@@ -25,16 +25,12 @@ matching ``state.pt`` goes on with round T+1 (the same settings are required).
 from __future__ import annotations
 
 import contextlib
-import json
 import os
-import shutil
 import tempfile
 import time
 from dataclasses import dataclass, field
 
-from asrpriv.errors import AsrprivError
 from asrpriv_flower.settings import FlSettings
-from asrpriv.federated.clip import check_clip
 
 #: environment for Flower and Ray inside a run (set before flwr/ray are imported)
 QUIET_ENV = {"FLWR_TELEMETRY_ENABLED": "0", "FLWR_DISABLE_UPDATE_CHECK": "1",
@@ -53,100 +49,32 @@ class SimulationResult:
 
 
 def population_of(settings) -> list[str]:
-    """The sampling population: the clients of --train (sorted), or of --clients LIST."""
-    from asrpriv.federated.by_client import check_client_name, group_by_client, read_client_list
-    from asrpriv.nnlm.data import read_corpus
+    """The sampling population (:func:`asrpriv.federated.rounds.population_of`)."""
+    from asrpriv.federated.rounds import population_of as population
 
-    corpus = read_corpus(settings.train, ids=settings.ids, max_words=settings.max_words)
-    client_of = None
-    if settings.utt2client:
-        from asrpriv.io.kaldi import read_map
-
-        client_of = read_map(settings.utt2client, "client")
-    groups = group_by_client(corpus, settings.train, client_of)
-    clients = read_client_list(settings.clients, groups) if settings.clients else sorted(groups)
-    if not clients:
-        raise AsrprivError("no client to simulate")
-    for name in clients:
-        check_client_name(name)
-    return sorted(clients)
+    return population(settings)
 
 
 def check_settings(settings) -> None:
-    """Refuse bad settings before anything starts (AsrprivError); seeded noise is said on
-    stderr (even with -q) first."""
-    if settings.noise_seed is not None and settings.noise_multiplier:
-        from asrpriv.talk import seeded_warning
+    """:func:`asrpriv.federated.rounds.check_settings` (fl-rounds' checks)."""
+    from asrpriv.federated.rounds import check_settings as check
 
-        seeded_warning(f"--noise-seed {settings.noise_seed}")
-    from asrpriv.federated.server import check_hparams
-    from asrpriv.nnlm import losses
-
-    if settings.rounds < 1:
-        raise AsrprivError("--rounds must be >= 1")
-    from asrpriv.privacy.accounting import check_sample_rate
-
-    check_sample_rate(settings.sample_rate)
-    if settings.clip is not None:
-        check_clip(settings.clip)
-    try:
-        check_hparams(settings.server, settings.hparams)
-        losses.parse_confidence(settings.confidence)
-    except ValueError as err:
-        raise AsrprivError(str(err)) from None
-    settings.dp().check()
-    if settings.noise_seed is not None and settings.noise_multiplier and not settings.allow_seeded:
-        raise AsrprivError("--noise-seed makes the noise NOT private: add "
-                           "--allow-seeded-test-noise (tests only)")
+    check(settings)
 
 
 def last_round(run_dir: str) -> int:
     """The highest t with RUN/model-t.pt (0 for a fresh run directory)."""
-    done = [int(n[6:-3]) for n in os.listdir(run_dir)
-            if n.startswith("model-") and n.endswith(".pt") and n[6:-3].isdigit()]
-    return max(done, default=0)
+    from asrpriv.federated.rounds import last_round as last
+
+    return last(run_dir)
 
 
 def prepare_run_dir(settings, resume: bool) -> int:
-    """Create RUN (or check it for --resume); return the first round to run."""
-    from asrpriv.federated.client import load_init
-    from asrpriv.io.output import atomic_path
+    """Create RUN (or check it for --resume); return the first round to run
+    (:func:`asrpriv.federated.rounds.prepare_run_dir`)."""
+    from asrpriv.federated.rounds import prepare_run_dir as prepare
 
-    from asrpriv_flower.settings import settings_json
-    from asrpriv_flower.strategy import model_path, write_json
-
-    run = settings.run_dir
-    mine = settings_json(settings)
-    if os.path.isdir(run) and os.listdir(run):
-        if not resume:
-            raise AsrprivError(f"--run-dir {run}: not empty (give a new directory, or --resume)")
-        try:
-            with open(os.path.join(run, "run.json"), encoding="utf-8") as f:
-                before = json.load(f)
-        except (OSError, ValueError) as err:
-            raise AsrprivError(f"--resume: {run}/run.json: {err}") from None
-        differ = sorted(k for k in mine if k not in ("rounds", "run_dir") and before.get(k) != mine[k])
-        if differ:
-            raise AsrprivError(f"--resume: settings differ from {run}/run.json in "
-                               f"{', '.join(differ)}")
-        done = last_round(run)
-        if done >= settings.rounds:
-            raise AsrprivError(f"--resume: {run} already holds round {done} (--rounds {settings.rounds})")
-        state = os.path.join(run, "state.pt")
-        if done and os.path.exists(state):
-            from asrpriv.federated.server import read_state
-
-            fp = load_init(model_path(run, done)).fingerprint
-            if read_state(state, settings.server).model_fingerprint != fp:
-                raise AsrprivError(f"--resume: {state} does not belong to model-{done}.pt")
-        write_json(os.path.join(run, "run.json"), mine)
-        return done + 1
-    os.makedirs(run, exist_ok=True)
-    load_init(settings.init)  # a model file, or a one-line error
-    with atomic_path(model_path(run, 0)) as tmp:
-        shutil.copyfile(settings.init, tmp)
-    write_json(os.path.join(run, "run.json"), mine)
-    return 1
+    return prepare(settings, resume)
 
 
 @contextlib.contextmanager
@@ -243,7 +171,7 @@ def simulate(settings: FlSettings, *, workers: int = 1, cpus_per_client: float =
                  gpus_per_client=gpus_per_client, verbose=verbose)
     strategy = holder.get("strategy")
     result.rounds = strategy.reports if strategy else []
-    from asrpriv_flower.strategy import model_path
+    from asrpriv.federated.rounds import model_path
 
     result.final_model = model_path(settings.run_dir, last_round(settings.run_dir))
     result.seconds = time.monotonic() - started

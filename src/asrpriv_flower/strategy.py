@@ -2,14 +2,16 @@
 
 Round t (1-based, as ``aggregate``'s state counts it) of a run directory RUN:
 
-1. ``configure_train``: the cohort is :func:`asrpriv.federated.sampling.poisson_sample` of the
-   population with rate q, round index t and ``--sample-seed`` -- the same clients as
+1. ``configure_train``: the cohort is :func:`asrpriv.federated.rounds.sample_cohort` (the
+   Poisson sample of ``fl-rounds``) of the population with rate q, round index t and
+   ``--sample-seed`` -- the same clients as
    ``asrpriv sample-clients --rate q --round t --seed S`` -- written to
    ``RUN/round-t/clients.txt``; each sampled client's node gets the global model
    ``RUN/model-(t-1).pt`` (as Flower arrays) and its training settings, with training seed
    ``seed * 100000 + t`` (``bin/fl-finetune-experiment``'s rule).
 2. ``aggregate_train``: replies are decoded into the delta files' dicts, sorted by client id
    (the order in which ``aggregate DIR`` reads ``DIR/<client>.delta.pt``), and handed to
+   :func:`asrpriv.federated.rounds.server_round` (``fl-rounds``' server round), i.e. to
    :func:`asrpriv.federated.aggregate.run_round` -- the function ``asrpriv aggregate --server``
    runs: weighted FedAvg / FedAdam (paper 001 Eq. 5-8, state in ``RUN/state.pt``), server-side
    clipping, the Gaussian mechanism on the clipped sum with the fixed denominator *before* the
@@ -27,7 +29,7 @@ and the denominator D is fixed in advance, so a client that drops out only remov
 (Poisson rate q, noise multiplier z) stay what they are, i.e. the accounting is conservative.
 A round in which nobody contributes: with noise, the noise alone is released (S = 0); without
 DP, the model is carried over unchanged (``model-t.pt`` = ``model-(t-1).pt``, state untouched),
-as the shell recipe does for an empty cohort.
+as ``fl-rounds`` does for an empty cohort.
 
 ``report.json`` holds who was sampled and who dropped: like ``clients.txt`` it is the server's
 private record (amplification by sampling assumes the cohort stays secret); the model file gets
@@ -38,30 +40,14 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import time
 
 from flwr.app import ArrayRecord, ConfigRecord, Message, MetricRecord, RecordDict
 from flwr.serverapp.strategy import Strategy
 
-from asrpriv.errors import AsrprivError, InputError
+from asrpriv.errors import AsrprivError
+from asrpriv.federated.rounds import model_path, round_dir, write_json  # noqa: F401 - re-exported
 from asrpriv_flower.settings import FlSettings  # noqa: F401 - the settings live there (no flwr)
-
-def model_path(run_dir: str, t: int) -> str:
-    return os.path.join(run_dir, f"model-{t}.pt")
-
-
-def round_dir(run_dir: str, t: int) -> str:
-    return os.path.join(run_dir, f"round-{t}")
-
-
-def write_json(path: str, value) -> None:
-    from asrpriv.io.output import atomic_path
-
-    with atomic_path(path) as tmp:
-        with open(tmp, "w", encoding="utf-8") as f:
-            json.dump(value, f, indent=1, sort_keys=False)
-            f.write("\n")
 
 
 def connect_nodes(grid, population: list[str], timeout: float = 120.0) -> dict[str, int]:
@@ -134,7 +120,7 @@ class AsrprivStrategy(Strategy):
 
     def configure_train(self, server_round, arrays, config, grid):
         from asrpriv.federated.fingerprint import model_fingerprint
-        from asrpriv.federated.sampling import poisson_sample
+        from asrpriv.federated.rounds import sample_cohort
         from asrpriv.nnlm.modelfile import read_model_file
 
         from asrpriv_flower.records import dumps, state_record
@@ -145,13 +131,7 @@ class AsrprivStrategy(Strategy):
         payload = read_model_file(model_path(s.run_dir, t - 1))
         self._model = payload
         fingerprint = model_fingerprint(payload["config"], payload["vocab"], payload["state_dict"])
-        self.cohort = poisson_sample(self.population, s.sample_rate, t, s.sample_seed)
-        os.makedirs(round_dir(s.run_dir, t), exist_ok=True)
-        from asrpriv.io.output import atomic_path
-
-        with atomic_path(os.path.join(round_dir(s.run_dir, t), "clients.txt")) as tmp:
-            with open(tmp, "w", encoding="utf-8") as f:
-                f.writelines(c + "\n" for c in self.cohort)
+        self.cohort = sample_cohort(s, self.population, t)
         model = state_record(payload["state_dict"])
         common = {"round": t, "model-config": dumps(payload["config"]),
                   "vocab": list(payload["vocab"]), "model-fingerprint": fingerprint,
@@ -181,9 +161,7 @@ class AsrprivStrategy(Strategy):
         return messages
 
     def aggregate_train(self, server_round, replies):
-        from asrpriv.federated.aggregate import run_round
-        from asrpriv.federated.by_client import SUFFIX
-        from asrpriv.nnlm.modelfile import write_payload
+        from asrpriv.federated.rounds import server_round as finish_round
 
         from asrpriv_flower.records import delta_payload, record_state
 
@@ -220,57 +198,15 @@ class AsrprivStrategy(Strategy):
                 dropped.append({"client": name, "reason": "no reply within "
                                 f"{s.round_timeout:g} s" if s.round_timeout else "no reply"})
 
-        out = model_path(s.run_dir, t)
-        state = os.path.join(s.run_dir, "state.pt")
-        dp = s.dp()
-        noise_seed = s.round_seed(s.noise_seed, t)
-        report = None
-        while True:  # a delta that fails aggregate's checks drops its client; nothing is written
-            labels = {f"client {name}": name for name in sorted(payloads)}
-            deltas = [(label, payloads[name]) for label, name in labels.items()]
-            if not deltas and not (dp.active and dp.noise_multiplier):
-                break
-            try:
-                report = run_round(model_path(s.run_dir, t - 1), [], out, s.server, s.hparams,
-                                   state, dp, noise_seed, s.allow_seeded, deltas=deltas)
-                break
-            except InputError as err:
-                if err.path not in labels:
-                    raise
-                name = labels[err.path]
-                dropped.append({"client": name, "reason": f"bad delta: {err.detail}"})
-                del payloads[name]
-        if report is None:  # nobody contributed, no noise: the model is carried over
-            from asrpriv.io.output import atomic_path
-
-            with atomic_path(out) as tmp:
-                shutil.copyfile(model_path(s.run_dir, t - 1), tmp)
-        if s.save_deltas and payloads:
-            directory = os.path.join(round_dir(s.run_dir, t), "deltas")
-            os.makedirs(directory, exist_ok=True)
-            for name, payload in payloads.items():
-                write_payload(os.path.join(directory, name + SUFFIX), payload)
-        summary = {
-            "round": t, "sampled": list(self.cohort), "contributed": sorted(payloads),
-            "dropped": sorted(dropped, key=lambda d: d["client"]), "skipped": sorted(skipped),
-            "updated": report is not None,
-            # the clients' word total is an un-noised statistic: not written for a DP round
-            "words": (None if report.release else report.total_weight) if report else 0.0,
-            "denominator": report.denominator if report else None,
-            "noise_std": report.noise_std if report else 0.0,
-            "release": report.release.release_id if report and report.release else None,
-            "fingerprint": report.fingerprint if report else None,
-            "seconds": round(time.monotonic() - self.started, 3),
-        }
-        write_json(os.path.join(round_dir(s.run_dir, t), "report.json"), summary)
+        summary = finish_round(s, t, self.cohort, payloads, dropped, skipped, self.started,
+                               self.talk, prog="fl-simulate")
         self.reports.append(summary)
-        self.talk(f"fl-simulate: round {t}: {len(payloads)} of {len(self.cohort)} sampled "
-                  f"clients contributed" + (f", {len(dropped)} dropped" if dropped else "")
-                  + ("" if report else "; model carried over") + f" ({summary['seconds']:.1f} s)")
+        out = model_path(s.run_dir, t)
         from asrpriv.nnlm.modelfile import read_model_file
 
         new_state = read_model_file(out)["state_dict"]
-        metrics = MetricRecord({"contributed": len(payloads), "dropped": len(dropped)})
+        metrics = MetricRecord({"contributed": len(summary["contributed"]),
+                                "dropped": len(summary["dropped"])})
         return ArrayRecord(torch_state_dict=new_state), metrics
 
     # ------------------------------------------------------------------ no federated evaluation

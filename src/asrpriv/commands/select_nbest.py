@@ -30,6 +30,9 @@ from asrpriv.commands.options import common_options, output_option
               help="With --list-clients: only the 1st, (K+1)th, (2K+1)th... client (e.g. every "
                    "4th meeting tunes, the others evaluate).")
 @click.option("--others", is_flag=True, help="With --every: the clients it leaves out.")
+@click.option("--utt2client", default=None, metavar="MAP",
+              help="With --list-clients: list the clients of this Kaldi map (utt_id client, e.g. "
+                   "utt2spk: speakers) instead of the client column.")
 @click.option("--out-format", type=click.Choice(["text", "kaldi"]), default="text",
               show_default=True,
               help="With --best or --references: kaldi = -o is a Kaldi wspecifier (ark,t:FILE, "
@@ -40,7 +43,7 @@ from asrpriv.commands.options import common_options, output_option
 @output_option
 @common_options
 def select_nbest(input_path, clients, exclude_clients, max_per_client, top, best, ref_path,
-                 rows_path, list_clients, every, others, out_format, words, output):
+                 rows_path, list_clients, every, others, utt2client, out_format, words, output):
     """Select from an N-best TSV (columns found by name): rows of some clients (default: an
     N-best TSV with the input's header), or, of the selected utterances, the 1-best text
     (--best), the references (--references), reference rows (--reference-rows) or the
@@ -58,5 +61,6 @@ def select_nbest(input_path, clients, exclude_clients, max_per_client, top, best
     run(SelectNbestSettings(input=input_path, clients=clients, exclude_clients=exclude_clients,
                             max_per_client=max_per_client, top=top, best=best,
                             references=ref_path, reference_rows=rows_path,
-                            list_clients=list_clients, every=every, others=others, output=output,
-                            out_format=out_format, words=words))
+                            list_clients=list_clients, every=every, others=others,
+                            utt2client=utt2client, output=output, out_format=out_format,
+                            words=words))

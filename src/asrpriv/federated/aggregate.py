@@ -60,12 +60,13 @@ def run_round(model_path: str, delta_args: list[str], output: str, server: str,
               seed: int | None = None, allow_seeded: bool = False,
               aggregate_out: str | None = None, progress=None,
               deltas: list[tuple[str, dict]] | None = None,
-              cohort: str | None = None) -> RoundReport:
+              cohort: str | None = None, seeded_sampling: bool = False) -> RoundReport:
     """Read the model and the deltas, compute Delta_t, apply the server optimizer, write.
 
     Args:
         model_path: the current global model (the one every delta's client started from).
-        delta_args: delta files, ``@LISTFILE`` or directories (:func:`expand_deltas`).
+        delta_args: delta files, ``@LISTFILE`` or directories (:func:`expand_deltas`); with
+            noise a directory may be empty (an empty cohort: the noise alone is released).
         deltas: instead of ``delta_args``, deltas already in memory: ``(label, payload)`` pairs,
             each payload as :func:`asrpriv.nnlm.modelfile.read_model_file` returns it (the
             Flower app's path; checked exactly like files, summed in the given order). May be
@@ -81,6 +82,8 @@ def run_round(model_path: str, delta_args: list[str], output: str, server: str,
         progress: optional ``progress(total) -> meter`` with ``update(n)`` and ``close()``.
         cohort: the file of the client ids sampled for this round (``sample-clients``): every
             delta must record one of them as its ``client`` label, none twice.
+        seeded_sampling: the cohort was drawn with a public seed (tests): the release is
+            marked seeded, as seeded noise is (the epsilon assumes secret sampling).
 
     Every update counts once (:func:`asrpriv.federated.delta_sum.weighted_sum`: copies and,
     under DP, two deltas of one client are refused). A plain (Eq. 5) average of deltas that
@@ -110,7 +113,7 @@ def run_round(model_path: str, delta_args: list[str], output: str, server: str,
         _check_release_weights(dp, inputs.state(), total)
         dtypes = {name: spec.dtype for name, spec in ref.specs.items()}
         step = privatize(total.acc, dtypes, dp, inputs.state(), total.total_weight, seed,
-                         keep=ref.privacy.raw)                                  # 2. privatize
+                         keep=ref.privacy.raw, seeded_sampling=seeded_sampling)  # 2. privatize
         report = RoundReport(total.deltas, total.total_weight, step.denominator, step.noise_std,
                              bounds.clipped_here if bounds else 0,
                              bounds.unclipped_by_client if bounds else 0, t=state.t + 1,
@@ -205,9 +208,10 @@ def _sources(delta_args: list[str], deltas: list[tuple[str, dict]] | None, dp: D
     from asrpriv.io.torchfile import TorchFile
     from asrpriv.nnlm.modelfile import open_model_file
 
-    if deltas is None:
+    if deltas is None:  # under DP an empty cohort's directory releases the noise alone
+        noise = bool(dp.active and dp.noise_multiplier)
         return [(path, lambda path=path: open_model_file(path))
-                for path in expand_deltas(delta_args)]
+                for path in expand_deltas(delta_args, allow_empty=noise)]
     if len({label for label, _ in deltas}) != len(deltas):
         raise AsrprivError("a client's delta is given twice")
     if not deltas and not (dp.active and dp.noise_multiplier):

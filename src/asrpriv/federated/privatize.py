@@ -145,7 +145,8 @@ class Privatized:
 
 
 def privatize(acc: dict, dtypes: dict, dp: DpSettings, privacy, total_weight: float,
-              seed: int | None = None, keep: frozenset = frozenset()) -> Privatized:
+              seed: int | None = None, keep: frozenset = frozenset(),
+              seeded_sampling: bool = False) -> Privatized:
     """Delta_t from the sum S (``acc``, float64, consumed): noise and release, then divide.
 
     Args:
@@ -156,6 +157,8 @@ def privatize(acc: dict, dtypes: dict, dp: DpSettings, privacy, total_weight: fl
         total_weight: the summed weights (words) of the deltas (the Eq. 5 denominator).
         seed: seeds the noise (NOT private: tests only); None = os.urandom.
         keep: raw parts the noise does not cover (what the start model brought in).
+        seeded_sampling: the round's cohort came from a public seed: the release is marked
+            seeded (no epsilon holds), as with seeded noise.
 
     With DP and z > 0, N(0, (z C)^2) is added to S and a Gaussian release (unit client,
     sensitivity C, the round's sample rate, 1 round) is appended to the history, which stays
@@ -168,10 +171,10 @@ def privatize(acc: dict, dtypes: dict, dp: DpSettings, privacy, total_weight: fl
         out = Privatized(acc, privacy, dp.denominator, z * dp.clip / dp.denominator)
         gaussian.add_gaussian_noise(acc, z * dp.clip, gaussian.NoiseSource(seed))  # std z*C on S
         if z > 0:
-            out.release = Release(new_release_id(), "gaussian", "client",
-                                  {"noise_multiplier": float(z), "sensitivity_l2": float(dp.clip),
-                                   "sample_rate": float(dp.sample_rate), "rounds": 1},
-                                  seeded=seed is not None)
+            params = {"noise_multiplier": float(z), "sensitivity_l2": float(dp.clip),
+                      "sample_rate": float(dp.sample_rate), "rounds": 1}
+            out.release = Release(release_id(seed, params, privacy), "gaussian", "client",
+                                  params, seeded=seed is not None or seeded_sampling)
             out.privacy = after_release(privacy, out.release, covers=("client update",),
                                         keep=keep, flat=True)
     else:
@@ -179,3 +182,19 @@ def privatize(acc: dict, dtypes: dict, dp: DpSettings, privacy, total_weight: fl
     for name in list(acc):  # Delta_t in the parameters' dtype (frees the float64 sum)
         acc[name] = acc[name].div_(out.denominator).to(dtypes[name])
     return out
+
+
+def release_id(seed: int | None, params: dict, privacy) -> str:
+    """The release's id: random (:func:`asrpriv.privacy.history.new_release_id`), or with
+    seeded (test) noise derived from the seed, the parameters and the ids already in the
+    history, so that a seeded run gives the same files every time (the shell recipe's and
+    ``fl-rounds``' byte for byte) while two seeded rounds of one history still differ."""
+    if seed is None:
+        return new_release_id()
+    import hashlib
+    import json
+
+    before = sorted(privacy.history.release_ids()) if privacy is not None else []
+    text = json.dumps(["asrpriv-seeded-release/1", str(int(seed)), params, before],
+                      sort_keys=True)
+    return hashlib.sha256(text.encode()).hexdigest()[:32]

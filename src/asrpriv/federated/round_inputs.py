@@ -17,9 +17,13 @@ from asrpriv.errors import AsrprivError, InputError, arg
 SLICE = 1 << 18
 
 
-def expand_deltas(args: list[str]) -> list[str]:
+def expand_deltas(args: list[str], allow_empty: bool = False) -> list[str]:
     """Delta paths from arguments: files, ``@LISTFILE`` (one path a line, ``#`` comments) and
-    directories (their ``*.delta.pt``, sorted by name)."""
+    directories (their ``*.delta.pt``, sorted by name).
+
+    ``allow_empty``: a directory without deltas (a round's empty cohort) adds none, and no
+    delta at all is no error (the server round under DP then releases the noise alone).
+    """
     from asrpriv.io.lines import iter_lines
 
     paths: list[str] = []
@@ -29,12 +33,12 @@ def expand_deltas(args: list[str]) -> list[str]:
             paths.extend(p for p in listed if p and not p.startswith("#"))
         elif os.path.isdir(arg):
             found = sorted(name for name in os.listdir(arg) if name.endswith(".delta.pt"))
-            if not found:
+            if not found and not allow_empty:
                 raise InputError(arg, None, "directory holds no *.delta.pt file")
             paths.extend(os.path.join(arg, name) for name in found)
         else:
             paths.append(arg)
-    if not paths:
+    if not paths and not allow_empty:
         raise AsrprivError("no delta given")
     seen: set[str] = set()
     for path in paths:

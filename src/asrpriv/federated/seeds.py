@@ -1,8 +1,8 @@
 """The one seed-derivation rule of repeatable multi-round runs (tests only: seeded noise is
 NOT private; without a seed every draw comes from the OS's secure source).
 
-From one base seed ``S`` every round ``t`` (0 <= t < 1000) of noise draw ``d``
-(0 <= d < 100) gets its own seed::
+From one base seed ``S`` every round ``t`` of noise draw ``d`` (0 <= d < 100; 0 <= t < 1000
+for d > 0, t < 100000 for the single draw d = 0) gets its own seed::
 
     seed(S, t, d) = S * 100000 + d * 1000 + t
 
@@ -28,7 +28,11 @@ def derive_seed(base: int | None, t: int, draw: int = 0) -> int | None:
     (the OS's secure source) when ``base`` is None."""
     if base is None:
         return None
-    if not 0 <= t < DRAW_STRIDE or not 0 <= draw < BASE_STRIDE // DRAW_STRIDE:
-        raise AsrprivError(f"seeded runs derive one seed per round (< {DRAW_STRIDE}) and draw "
+    # one draw (draw 0) may run up to 99,999 rounds (paper 001's 1,000 included); runs with
+    # several draws keep each draw's rounds below 1000, so that no two share a seed
+    limit = BASE_STRIDE if draw == 0 else DRAW_STRIDE
+    if not 0 <= t < limit or not 0 <= draw < BASE_STRIDE // DRAW_STRIDE:
+        raise AsrprivError(f"seeded runs derive one seed per round (< {DRAW_STRIDE} with several "
+                           f"draws, < {BASE_STRIDE} with one) and draw "
                            f"(< {BASE_STRIDE // DRAW_STRIDE}); got round {t}, draw {draw}")
     return int(base) * BASE_STRIDE + draw * DRAW_STRIDE + t

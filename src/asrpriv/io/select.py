@@ -122,6 +122,9 @@ class SelectNbestSettings:
             Kaldi text ``references``, an N-best TSV of the references of ``reference_rows``,
             or the distinct clients, sorted.
         every / others: with ``list_clients``, the 1st, (K+1)th, ... client, or the others.
+        utt2client: with ``list_clients``, a Kaldi map (``utt_id client``) whose clients are
+            listed instead of the TSV's client column (e.g. ``adapt/utt2spk``: speakers, the
+            unit of user-level DP); every selected utterance must be in it.
         output: where to write (``-`` = stdout; a file is written atomically).
     """
 
@@ -136,6 +139,7 @@ class SelectNbestSettings:
     list_clients: bool = False
     every: int | None = None
     others: bool = False
+    utt2client: str | None = None
     output: str = "-"
     #: ``kaldi``: with ``best`` or ``references``, ``output`` is a Kaldi wspecifier and the
     #: lines are written as a table (of word ids with ``words``, a words.txt)
@@ -192,6 +196,8 @@ def select_nbest(s: SelectNbestSettings) -> SelectResult:
         raise AsrprivError(f"{arg('every')} and {arg('others')} apply to {arg('list_clients')}")
     if s.others and not s.every:
         raise AsrprivError(f"{arg('others')} needs {arg('every')} K")
+    if s.utt2client and not s.list_clients:
+        raise AsrprivError(f"{arg('utt2client')} applies to {arg('list_clients')}")
     if s.top and modes:
         raise AsrprivError(f"{arg('top')} selects rows of the TSV output, not of {modes[0]}")
     _at_least_one(max_per_client=s.max_per_client, top=s.top, every=s.every)
@@ -215,6 +221,19 @@ def select_nbest(s: SelectNbestSettings) -> SelectResult:
             n = _write_lines(out, reference_lines(utterances, s.references))
         elif s.reference_rows:
             n = _write_lines(out, reference_rows(reader, utterances, s.reference_rows)) - 1
+        elif s.list_clients and s.utt2client:
+            from asrpriv.io.kaldi import read_map
+
+            client_of = read_map(s.utt2client, "client")
+            utterances = list(utterances)
+            missing = [utt.utt_id for utt in utterances if utt.utt_id not in client_of]
+            if missing:
+                raise InputError(s.utt2client, None, f"utterance {missing[0]!r} of {s.input} has "
+                                                     f"no client ({len(missing)} such)")
+            names = sorted({client_of[utt.utt_id] for utt in utterances})
+            if s.every:
+                names = every_kth(names, s.every, s.others)
+            n = _write_lines(out, (f"{name}\n" for name in names))
         elif s.list_clients:
             if "client" not in reader.index:
                 raise InputError(s.input, 1, "no 'client' column")

@@ -184,7 +184,7 @@ def runtime_paragraph(out: str, seconds: int | float, artefacts: str, command: s
     parts = [p for p in parts if not p[2].startswith("(")]
     if not parts:
         made = f"Made by `{command}`. " if command else ""
-        return made + run_time(seconds, out, artefacts) + "."
+        return made + run_time(seconds, out, artefacts) + "." + code_sentence(out)
     total = sum(p[0] for p in parts)
     starts = [p[1] for p in parts if p[1] is not None]
     files = [p for p in glob.glob(os.path.join(out, artefacts), recursive=True) if os.path.isfile(p)]
@@ -207,7 +207,86 @@ def runtime_paragraph(out: str, seconds: int | float, artefacts: str, command: s
         text += ("; some artefacts predate the first recorded invocation: earlier invocation(s), made before "
                  "the recipe kept OUT/runtime.tsv, are not counted, so this total is a LOWER BOUND (see their "
                  "logs; a part can be added to runtime.tsv as 'seconds<TAB>start<TAB>command')")
-    return text + "."
+    return text + "." + code_sentence(out)
+
+
+# ------------------------------------------------------------------ which code made a results file
+CODE_FILE = "code.tsv"
+#: environment knobs of the recipes that change where or how fast a run goes, not its results
+HARMLESS_KNOBS = frozenset({"OMP_NUM_THREADS", "PYTHON", "ASRPRIV_DEVICE", "JOBS", "MKL_NUM_THREADS"})
+
+
+def read_code(out: str) -> list[tuple[str, str]]:
+    """The code of every invocation on OUT (OUT/code.tsv, written by bin/lib/recipe.sh):
+    ``[(commit, state), ...]`` in order."""
+    path = os.path.join(out, CODE_FILE)
+    found: list[tuple[str, str]] = []
+    if not os.path.exists(path):
+        return found
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            fields = line.rstrip("\n").split("\t")
+            if len(fields) >= 3:
+                found.append((fields[1], fields[2]))
+    return found
+
+
+def _tree(state: str) -> str:
+    return {"clean": "clean tree", "modified": "tree with uncommitted changes in src/ or bin/"}.get(
+        state, "tree state unknown")
+
+
+def code_sentence(out: str) -> str:
+    """' Code: commit 1a2b3c4d5e6f (clean tree).': the commit(s) of the code that made OUT's
+    results, from OUT/code.tsv (one line per invocation, bin/lib/recipe.sh); '' without that
+    file (a run made before the recipes recorded it: nothing is claimed)."""
+    parts = read_code(out)
+    if not parts:
+        return ""
+    distinct = list(dict.fromkeys(parts))
+    if len(distinct) == 1:
+        commit, state = distinct[0]
+        return f" Code: commit {commit[:12]} ({_tree(state)})."
+    listed = "; ".join(f"commit {c[:12]} ({_tree(s)})" for c, s in distinct)
+    return f" Code: the {len(parts)} invocations ran {len(distinct)} versions: {listed}."
+
+
+def changed_knobs(commands) -> list[str]:
+    """The ``VAR=value`` settings before ``bin/`` in recipe commands that change results
+    (everything but :data:`HARMLESS_KNOBS`), in order, each once."""
+    import re
+    import shlex
+
+    found: list[str] = []
+    for command in commands:
+        head = command.split("bin/", 1)[0]
+        try:
+            words = shlex.split(head)
+        except ValueError:
+            words = head.split()
+        for word in words:
+            m = re.match(r"^([A-Z][A-Z0-9_]*)=(.*)$", word)
+            if m and m.group(1) not in HARMLESS_KNOBS and word not in found:
+                found.append(word)
+    return found
+
+
+def mode_label(mode: str, commands) -> str:
+    """The results file's mode sentence: "full" only where the recipe's full defaults ran
+    unchanged; otherwise it says **Not the full defaults** and lists what differs."""
+    if mode != "full":
+        return f"Mode: {mode}."
+    knobs = changed_knobs(commands)
+    if not knobs:
+        return "Mode: full (the recipe's full defaults, unchanged)."
+    return ("**Not the full defaults**: mode full with " + ", ".join(f"`{k}`" for k in knobs)
+            + ".")
+
+
+def part_commands(out: str, command: str = "") -> list[str]:
+    """The commands of every invocation on OUT (OUT/runtime.tsv), or ``[command]``."""
+    parts = [p[2] for p in read_runtime(out) if not p[2].startswith("(")]
+    return parts or ([command] if command else [])
 
 
 # ------------------------------------------------------------------ WER cells (score-wer --format json)

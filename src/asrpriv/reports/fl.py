@@ -21,8 +21,8 @@ import glob
 import os
 import statistics
 
-from asrpriv.reports.common import (DATA_NAME, ci, data_name, data_paragraph, fmt_eps, read_json,
-                                    runtime_paragraph, save_figure)
+from asrpriv.reports.common import (DATA_NAME, ci, data_name, data_paragraph, fmt_eps, mode_label,
+                                    part_commands, read_json, runtime_paragraph, save_figure)
 
 # paper 001: (PPL, WER %) on the conversation evaluation set
 PAPER_T2 = {"nonnlm": (None, 8.07), "pretrained": (109.4, 7.96), "server-all": (31.3, 7.79),
@@ -105,7 +105,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--data", default=None, help="DATA_DIR of the run (named from its SOURCE.txt)")
     for opt in ("mode", "rate", "rounds", "clients", "server-lr", "clip", "dp-z", "dp-modes", "draws", "fl-modes",
                 "scratch-modes", "hard-threshold", "delta", "nnlm-args", "noise-seeded", "seconds",
-                "short-words", "curve-row", "curve-rounds", "command"):
+                "short-words", "curve-row", "curve-rounds", "command", "client-by", "dp-sampling"):
         ap.add_argument("--" + opt, default="")
     ap.add_argument("out")
     a = ap.parse_args(argv)
@@ -121,16 +121,23 @@ def main(argv: list[str] | None = None) -> int:
     L.append(data_paragraph(a.data) + "\n")
     command = a.command or f"bin/fl-finetune-experiment{'' if a.mode in ('', 'full') else ' --' + a.mode} DATA_DIR OUT_DIR"
     L.append(runtime_paragraph(out, int(a.seconds or 0), "**/*.key", command) + "\n")
-    L.append("Mode: %s. **Not the paper's setting**: paper 001 used an "
+    L.append("%s **Not the paper's setting**: paper 001 used an "
              "in-house video recognizer (CTC + 5-gram), 5-best lists, a character-aware LSTM NNLM, 166K adaptation "
              "utterances over ~10K Zipf-distributed devices and 1,000 rounds of 100 clients; here a synthetic-speech first pass "
-             "(20-best, 2M-bigram LM), %s adaptation meetings as clients, q = %s, T = %s rounds, "
+             "(20-best, 2M-bigram LM), %s adaptation %s as clients, q = %s, T = %s rounds, "
              "FedAdam lr %s, NNLM `%s`. The paper's numbers (its *conversation* set) are beside ours for orientation; "
              "compare directions and relative sizes, not values.\n"
-             % (a.mode, a.clients, a.rate, a.rounds, a.server_lr, a.nnlm_args))
+             % (mode_label(a.mode, part_commands(out, command)), a.clients,
+                "speakers" if a.client_by == "speaker" else "meetings", a.rate, a.rounds,
+                a.server_lr, a.nnlm_args))
+    if a.dp_modes and a.dp_z:
+        L.append(privacy_paragraph(a.client_by or "meeting", a.dp_sampling or "secure",
+                                   bool(a.noise_seeded)) + "\n")
     if base:
         L.append(f"Evaluation: {base['sentences']} dev utterances, {base['ref_words']} reference words (one word = "
-                 f"{100.0 / base['ref_words']:.3f} WER points); weights tuned per row on the held-out tuning meetings. "
+                 f"{100.0 / base['ref_words']:.3f} WER points); rescoring weights tuned once, with the "
+                 "pre-trained NNLM on the held-out tuning meetings, and fixed for every row (each row's own "
+                 "tuned weights: the last table). "
                  "WER intervals: 95% bootstrap over utterances (score-wer --bootstrap); DP settings: see Table 5. "
                  "Every *rel.* and MAPSSWE cell compares with the "
                  "**pre-trained NNLM** row (ours with ours, the paper's with the paper's).\n")
@@ -181,6 +188,15 @@ def main(argv: list[str] | None = None) -> int:
     _dp_tables(L, out, a, settings, wer, ppl, base_wer)
     if oracle:
         table("Oracle: adaptation on the references of the adaptation split (the ceiling)", oracle, {}, wer)
+    tuned = {n: r for n in runs if (r := load(os.path.join(out, "runs", n, "wer-tuned.json")))}
+    if tuned:
+        tuned["pretrained"] = wer.get("pretrained")
+        dp_names = [n for _m, _z, names in settings for n in names]
+        table("Secondary: rescoring weights tuned per row", [n for n in t2 + t4 + oracle + dp_names
+                                                           if n in tuned], {}, tuned, with_ppl=False,
+              intro="The same models with each row's own weights, tuned on the tuning meetings (the "
+                    "tables above fix the pre-trained NNLM's weights for every row): the difference "
+                    "between the two is tuning noise plus what re-tuning buys.")
     curve = _curve(out, a, wer, ppl)
     if curve:
         _curve_table(L, a, curve, base_wer)
@@ -207,7 +223,8 @@ PAPER_ROUNDS, PAPER_CLIENTS_PER_ROUND = 1000, 100
 def round_costs(out: str) -> list[tuple[str, int, int, float]]:
     """Each FL row's (name, rounds, client updates, wall seconds) from its artefacts' times.
 
-    ``OUT/fl/ROW/clients-t.txt`` is written as round t starts (the sampled cohort, one client id
+    ``OUT/fl/ROW/round-t/clients.txt`` (fl-rounds; ``clients-t.txt`` of the shell recipe) is
+    written as round t starts (the sampled cohort, one client id
     per line) and ``OUT/models/ROW.pt`` when the last round's aggregate is done, so their
     modification times bound the row's federated training: every client update, aggregation and
     DP noise of its rounds, and nothing of its evaluation. Rows without both are left out.
@@ -215,7 +232,8 @@ def round_costs(out: str) -> list[tuple[str, int, int, float]]:
     rows = []
     for model in sorted(glob.glob(os.path.join(out, "models", "*.pt"))):
         name = os.path.basename(model)[:-3]
-        cohorts = glob.glob(os.path.join(out, "fl", name, "clients-*.txt"))
+        cohorts = (glob.glob(os.path.join(out, "fl", name, "round-*", "clients.txt"))
+                   or glob.glob(os.path.join(out, "fl", name, "clients-*.txt")))
         if not cohorts:
             continue
         updates = 0
@@ -257,9 +275,9 @@ def _scale_section(L: list[str], out: str) -> None:
     median = statistics.median(per_update)
     total = PAPER_ROUNDS * PAPER_CLIENTS_PER_ROUND
     L.append("## Scale: what the federated rows cost here, and paper 001's scale projected\n")
-    L.append("Each FL row's federated training, timed from its artefacts (`fl/ROW/clients-t.txt` is written as round t "
-             "starts, `models/ROW.pt` after the last aggregate): every client update (`finetune-lm --by-client`), "
-             "aggregation (`aggregate --server fedadam`, with DP noise in the DP rows) and cohort sampling, none of "
+    L.append("Each FL row's federated training, timed from its artefacts (`fl/ROW/round-t/clients.txt` is written as "
+             "round t starts, `models/ROW.pt` after the last round): every client update, aggregation (FedAdam, "
+             "with DP noise in the DP rows) and cohort sampling (`fl-rounds`, one process per row), none of "
              "the evaluation. Wall time on this run's machine as it ran (the recipe's invocations above; parts "
              "that ran beside each other shared the 2 cores), one thread per process.\n")
     L.append("| Row | rounds | client updates | wall s | s per round | s per client update |")
@@ -337,8 +355,8 @@ def _dp_tables(L: list[str], out: str, a, settings: list, wer: dict, ppl: dict, 
             history_eps.append(f"z = {z}, {MODE_LABEL.get(mode, mode)}: {h}{note}")
     L.append("")
     if history_eps:
-        L.append("Each DP model's own privacy history (`privacy-report MODEL`: the Gaussian releases that aggregate "
-                 "recorded, one per round that had clients), epsilon RDP / PLD as privacy-report prints it (4 "
+        L.append("Each DP model's own privacy history (`privacy-report MODEL`: the Gaussian releases that the "
+                 "server round recorded, one per round, a round without clients releasing the noise alone), epsilon RDP / PLD as privacy-report prints it (4 "
                  "significant digits, the table's rounding): " + "; ".join(history_eps) + ".\n")
     if draw_rows:
         L.append("### Table 5, every draw\n")
@@ -348,14 +366,54 @@ def _dp_tables(L: list[str], out: str, a, settings: list, wer: dict, ppl: dict, 
         L.append("")
 
 
+def _round_reports(out: str, name: str) -> list[dict]:
+    """The round reports of row NAME (fl-rounds' OUT/fl/NAME/round-t/report.json)."""
+    found = []
+    for path in glob.glob(os.path.join(out, "fl", name, "round-*", "report.json")):
+        try:
+            found.append(read_json(path))
+        except (OSError, ValueError):
+            continue
+    return found
+
+
 def _empty_note(out: str, name: str) -> str:
-    """': N of its rounds had no client (no release)' from fl/NAME/empty_rounds.txt, when N > 0."""
+    """': N of its rounds had no client (...)' from the row's round reports (or the shell
+    recipe's fl/NAME/empty_rounds.txt), when N > 0."""
+    reports = _round_reports(out, name)
+    if reports:
+        empty = [r for r in reports if not r.get("contributed")]
+        noise = sum(1 for r in empty if r.get("release"))
+        if not empty:
+            return ""
+        return (f": {len(empty)} of its rounds had no contributing client"
+                + (f" ({noise} released the noise alone)" if noise else " (model carried over)"))
     path = os.path.join(out, "fl", name, "empty_rounds.txt")
     try:
         n = int(open(path, encoding="utf-8").read().split()[0])
     except (OSError, ValueError, IndexError):
         return ""
     return f": {n} of its rounds sampled no client and released nothing" if n else ""
+
+
+def privacy_paragraph(client_by: str, sampling: str, noise_seeded: bool) -> str:
+    """The DP rows' unit of privacy and where client sampling and noise drew from."""
+    unit = ("one client = one AMI speaker, all of their utterances over their four-meeting series "
+            "(user-level DP)" if client_by == "speaker" else
+            "one client = one adaptation meeting, all of its utterances; an AMI speaker takes part in "
+            "a series of four meetings, so a speaker is protected only as a group of up to four "
+            "clients (group privacy), not at the stated epsilon (CLIENT_BY=speaker: user-level DP)")
+    if sampling == "seeded":
+        how = ("**Client sampling used the public seed SAMPLE_SEED** (TEST_SEEDED_DP_SAMPLING=1, tests "
+               "only): every round's cohort is known, so the epsilon, which assumes secret sampling, "
+               "does not hold")
+    else:
+        how = ("Client sampling drew from the OS's secure source (Poisson rate q, no seed), as the "
+               "accountant's amplification by sampling assumes; every round is one release, an empty "
+               "cohort releasing the noise alone")
+    noise = ("the noise is SEEDED (NOISE_SEED: tests only, NOT private)" if noise_seeded
+             else "the noise drew from the OS's secure source")
+    return f"**Unit of privacy** of the DP rows: {unit}. {how}; {noise}."
 
 
 def _short_table(L: list[str], a, short: dict, names: list[str], settings: list, table) -> None:

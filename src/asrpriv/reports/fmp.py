@@ -209,7 +209,9 @@ def main(argv: list[str] | None = None) -> int:
               f"ids). It needs beta = {args.dp_beta}: with beta > 0 a client's exact personal cache "
               "re-ranks its later rounds, so a round's counts would depend on earlier utterances. The "
               "server sums the clients' un-noised counts before adding noise (central DP: a trusted "
-              "aggregator); the uploads themselves are not protected. Both rows use beta = "
+              "aggregator); the uploads themselves are not protected. Unit of privacy: one evaluation "
+              "utterance. No client sampling: every client takes part in every round, no amplification "
+              "by sampling is claimed. Both rows use beta = "
               f"{args.dp_beta}. Each epsilon is run with {args.draws} independent noise draw(s): the "
               f"WER is their mean, with the widest span of their intervals and the draws' range; DP rows are compared with \"{nd}\" (as the "
               "paper's Table 4 does), which is compared with the NNLM baseline.", "", head]

@@ -23,7 +23,8 @@ import functools
 import json
 import os
 
-from asrpriv.reports.common import data_name, data_paragraph, fmt_eps, runtime_paragraph, save_figure
+from asrpriv.reports.common import (data_name, data_paragraph, fmt_eps, mode_label, part_commands,
+                                    runtime_paragraph, save_figure)
 
 #: the label column whose values are the audit's sampled units (bin/leakage-audit: --unit speaker)
 UNIT = "speaker"
@@ -309,8 +310,10 @@ def render(a, family: Family) -> tuple[str, list]:
     L = ["# Leakage audit of shared model updates (paper 004 §4.3-4.6)\n"]
     L.append(data_paragraph(a.data) + " The audit itself uses the AMI transcripts (text), not the synthetic "
              "speech's recognizer output.\n")
-    L.append(f"Mode {a.mode}. " + runtime_paragraph(out, int(a.seconds or 0), "**/*.key",
-                                                    a.command or "bin/leakage-audit") + "\n")
+    mode = (f"Mode {a.mode}. " if a.mode != "full"   # "full" only if the full defaults ran
+            else mode_label(a.mode, part_commands(out, a.command or "")) + " ")
+    L.append(mode + runtime_paragraph(out, int(a.seconds or 0), "**/*.key",
+                                      a.command or "bin/leakage-audit") + "\n")
     L.append("**What differs from 004**: 004 fine-tuned "
              "acoustic models (5 layers) on TED talks, 2,745 items (4 sub-talks per talk, ~700 speakers); here each "
              f"item is a quarter of one AMI meeting speaker's transcribed words, and the model is a word-level NNLM "
@@ -379,7 +382,9 @@ def render(a, family: Family) -> tuple[str, list]:
              "N(0, (z C)^2) per coordinate (add-noise --mechanism gaussian: local DP of one item, no sampling "
              "amplification); z = 0 is clipping alone. Counts: each item's unigram counts with a per-utterance L1 "
              f"bound of {a.max_l1} words, discrete Laplace noise at epsilon per utterance (add-noise, every word of the "
-             "public pre-training vocabulary noised)." + (" **Noise seeded: not private.**" if a.noise_seeded else "")
+             "public pre-training vocabulary noised). Unit of privacy: one item (Gaussian rows) or one "
+             "utterance (Laplace rows); no client sampling: every item is released."
+             + (" **Noise seeded: not private.**" if a.noise_seeded else "")
              + f" Each noise level has {draws} independent noise draw{'s' if draws > 1 else ''}, each audited on its "
              "own (one row each). *epsilon*: a Gaussian row is one release of the Gaussian mechanism per item (noise "
              f"multiplier z, no sampling, no composition), its epsilon at δ = {a.delta:g} from dp-accounting's PLD "

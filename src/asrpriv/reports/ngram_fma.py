@@ -228,7 +228,8 @@ def results_md(run: Run, a: argparse.Namespace) -> str:
             "`train_text`). Adaptation unigrams of the adaptation set (`adapt/`): (a) the decoder's 1-best, "
             "(b) the references, (c) (a) with a per-utterance L1 bound of "
             f"{a.max_l1} words and discrete Laplace noise, epsilon {a.epsilon} per utterance (add/remove "
-            f"of one adaptation utterance), noise {noise}. `--prior {a.prior}` (P_A = {1 - float(a.prior):g} "
+            f"of one adaptation utterance; unit of privacy: one utterance; no client sampling: every "
+            f"utterance is counted), noise {noise}. `--prior {a.prior}` (P_A = {1 - float(a.prior):g} "
             f"relative frequency + {a.prior} background marginal). The n-gram replaces the first-pass LM "
             "score in the N-best (no NNLM).", "",
             f"Evaluation clients: {a.eval_clients} ({base['sentences']} utterances, {base['ref_words']} "

@@ -1,0 +1,120 @@
+"""``asrpriv fl-rounds``: paper 001's federated rounds in one process (no Flower, no Ray).
+
+Each round is ``sample-clients`` + ``finetune-lm --by-client`` + ``aggregate --server`` as
+library calls (:func:`asrpriv.federated.rounds.run_rounds`): the same files, byte for byte,
+without three process starts per round.
+"""
+
+from __future__ import annotations
+
+import click
+
+from asrpriv.commands.options import FiniteFloat, common_options
+
+
+@click.command("fl-rounds")
+@click.option("--init", "init_path", required=True, metavar="MODEL",
+              help="The initial global model (copied to RUN/model-0.pt).")
+@click.option("--train", "train_path", required=True, metavar="FILE",
+              help="The clients' adaptation data: N-best TSV with a 'client' column (rank-1 rows; "
+                   "'confidence' for the confidence losses) or text with --utt2client.")
+@click.option("--ids", is_flag=True, help="Plain-text --train is Kaldi text (first field = utterance id).")
+@click.option("--utt2client", default=None, metavar="FILE", help="Kaldi utt_id -> client map.")
+@click.option("--clients", "clients_path", default=None, metavar="LIST",
+              help="The population (one id a line); default: every client of --train.")
+@click.option("--run-dir", required=True, metavar="DIR",
+              help="Run directory: model-t.pt and state.pt per round, round-t/ (cohort, report). "
+                   "Must be new or empty (or --resume).")
+@click.option("--resume", is_flag=True, help="Go on from the last round written in --run-dir.")
+@click.option("--rounds", type=click.IntRange(min=1), required=True, help="Rounds T.")
+@click.option("--sample-rate", type=FiniteFloat(0.0, 1.0, min_open=True), required=True,
+              help="Poisson rate q (sample-clients --rate; aggregate --sample-rate).")
+@click.option("--sample-seed", type=int, default=None,
+              help="sample-clients --seed (round t draws with --round t). Default: the OS's "
+                   "secure source (os.urandom). Tests only: under DP it needs "
+                   "--allow-seeded-test-noise, and the model is then marked seeded (no epsilon).")
+@click.option("-s", "--seed", type=int, default=None,
+              help="Client training seed: round t trains with finetune-lm --seed SEED*100000+t.")
+@click.option("--server", type=click.Choice(["fedavg", "fedadam"]), default="fedadam", show_default=True)
+@click.option("--server-lr", type=FiniteFloat(), default=None,
+              help="Server lr [fedavg 1.0, fedadam 0.001].")
+@click.option("--beta1", type=FiniteFloat(), default=None, help="FedAdam b1 [0.9].")
+@click.option("--beta2", type=FiniteFloat(), default=None, help="FedAdam b2 [0.999].")
+@click.option("--eps", type=FiniteFloat(), default=None, help="FedAdam eps inside the root [1e-8].")
+@click.option("--clip", type=FiniteFloat(min=0.0, min_open=True), default=None, metavar="C",
+              help="Clients clip their delta to L2 norm C (finetune-lm --clip); with DP the "
+                   "server clips to C too (aggregate --clip).")
+@click.option("--noise-multiplier", type=FiniteFloat(min=0.0), default=None, metavar="Z",
+              help="Gaussian mechanism: noise std Z*C on the clipped sum (aggregate).")
+@click.option("--expected-clients", type=FiniteFloat(min=0.0, min_open=True), default=None,
+              help="DP: the fixed denominator q*N (aggregate --expected-clients).")
+@click.option("--expected-weight", type=FiniteFloat(min=0.0, min_open=True), default=None,
+              help="DP: fixed denominator q*W with --weight-cap.")
+@click.option("--weight-cap", type=FiniteFloat(min=0.0, min_open=True), default=None, metavar="WORDS",
+              help="DP: capped client weights min(words/WORDS, 1).")
+@click.option("--noise-seed", type=int, default=None,
+              help="Seed the noise (round t: NOISE_SEED*100000+t). NOT private: tests only.")
+@click.option("--allow-seeded-test-noise", "allow_seeded", is_flag=True,
+              help="Accept seeded noise and seeded sampling under DP (tests only).")
+@click.option("--confidence", default="none", show_default=True, metavar="none|hard:C|utterance|token",
+              help="Client confidence loss (finetune-lm --confidence).")
+@click.option("--lr", type=FiniteFloat(min=0.0, min_open=True), default=None, help="Client lr [client-001: 1.0].")
+@click.option("--epochs", type=click.IntRange(min=1), default=None, help="Client epochs [1].")
+@click.option("--batch-size", type=click.IntRange(min=1), default=None, help="Client batch [8].")
+@click.option("--train-only", type=click.Choice(["all", "output"]), default="all", show_default=True)
+@click.option("--max-words", type=click.IntRange(min=1), default=1000, show_default=True,
+              help="Refuse a sentence longer than this.")
+@click.option("--threads", type=click.IntRange(min=0), default=0, show_default=True,
+              help="CPU threads for torch (0 = OMP_NUM_THREADS if set, else min(CPUs, 4)); "
+                   "equal deltas to finetune-lm need its thread count.")
+@click.option("--device", type=click.Choice(["cpu", "cuda"]), default="cpu", show_default=True,
+              help="Where the clients train (the server round runs on the CPU).")
+@click.option("--batch-clients", type=click.IntRange(min=1), default=1, show_default=True,
+              help="Train up to this many clients of a round together (torch.func.vmap over "
+                   "stacked copies of the model, padded batches); 1: one at a time, the "
+                   "shell steps' bits. Deltas agree within the tolerance of "
+                   "asrpriv.federated.batched; clipping stays per client.")
+@click.option("--save-deltas", is_flag=True, help="Keep RUN/round-t/deltas/<client>.delta.pt.")
+@common_options
+def fl_rounds(init_path, train_path, ids, utt2client, clients_path, run_dir, resume, rounds,
+              sample_rate, sample_seed, seed, server, server_lr, beta1, beta2, eps, clip,
+              noise_multiplier, expected_clients, expected_weight, weight_cap, noise_seed,
+              allow_seeded, confidence, lr, epochs, batch_size, train_only, max_words, threads,
+              device, batch_clients, save_deltas):
+    """Run federated fine-tuning rounds (paper 001) in this process.
+
+    Per round t: Poisson sampling (sample-clients; the OS's secure source unless
+    --sample-seed), each sampled client fine-tunes RUN/model-(t-1).pt on its data
+    (finetune-lm --by-client, recipe client-001, seed SEED*100000+t), the server aggregates
+    (aggregate --server: FedAvg, FedAdam Eq. 5-8, clipping, the Gaussian mechanism with the
+    fixed denominator, the privacy history) and writes RUN/model-t.pt, RUN/state.pt and
+    RUN/round-t/ (clients.txt, report.json), as fl-simulate does. Under DP a round with
+    nobody sampled releases the noise alone, so privacy-report of RUN/model-T.pt gives the
+    epsilon of (Z, Q, T). Prints the final model's path on stdout.
+
+    \b
+    Example:
+      asrpriv fl-rounds --init base.pt --train adapt.tsv --run-dir runs/fl1 --rounds 100 \\
+          --sample-rate 0.1 --clip 0.5 --noise-multiplier 1.0 --expected-clients 11.4
+    """
+    from asrpriv.commands.options import info, warn
+    from asrpriv.federated.rounds import RoundSettings, run_rounds
+
+    training = {k: v for k, v in (("lr", lr), ("epochs", epochs), ("batch_size", batch_size))
+                if v is not None}
+    settings = RoundSettings(
+        init=init_path, train=train_path, run_dir=run_dir, rounds=rounds, sample_rate=sample_rate,
+        ids=ids, utt2client=utt2client, clients=clients_path, max_words=max_words,
+        sample_seed=sample_seed, seed=seed, server=server,
+        hparams={"lr": server_lr, "beta1": beta1, "beta2": beta2, "eps": eps}, clip=clip,
+        noise_multiplier=noise_multiplier, expected_clients=expected_clients,
+        expected_weight=expected_weight, weight_cap=weight_cap, noise_seed=noise_seed,
+        allow_seeded=allow_seeded, training=training, confidence=confidence,
+        train_only=train_only, threads=threads, device=device, save_deltas=save_deltas,
+        batch_clients=batch_clients)
+    result = run_rounds(settings, resume=resume, talk=info, warn=warn)
+    rate = result.client_updates / result.client_seconds if result.client_seconds else 0.0
+    info(f"fl-rounds: {len(result.rounds)} round(s) in {result.seconds:.1f} s, "
+         f"{result.client_updates} client update(s) ({rate:.2f}/s); final model "
+         f"{result.final_model}")
+    click.echo(result.final_model)
