@@ -611,3 +611,23 @@ def test_mixed_units_by_the_algebra():
     assert mixed.restricted("utterance").epsilon_pure() == 2.0
     assert mixed.restricted("client").epsilon_pure() == 1.0
     assert len(mixed.restricted("client")) == 1 and not mixed.restricted("none").releases
+
+
+def test_integer_options_refuse_digit_groups(tmp_path):
+    """Python reads '1_0' as 10; every integer option of the CLI refuses it (exit 2), as the
+    float options do (issue 37)."""
+    import subprocess
+    import sys
+
+    nbest = tmp_path / "n.tsv"
+    nbest.write_text("utt_id\tclient\trank\ttext\nu1\tc1\t1\ta b\n", encoding="utf-8")
+    for args in (["select-nbest", "--top", "1_0", str(nbest)],
+                 ["privacy-report", "--noise-multiplier", "1", "--sample-rate", "0.1",
+                  "--rounds", "1_0"]):
+        proc = subprocess.run([sys.executable, "-m", "asrpriv", *args], capture_output=True,
+                              text=True)
+        assert proc.returncode == 2, (args, proc.stderr)
+        assert "expected a whole number, got '1_0'" in proc.stderr
+    ok = subprocess.run([sys.executable, "-m", "asrpriv", "select-nbest", "--top", "10",
+                         str(nbest)], capture_output=True, text=True)
+    assert ok.returncode == 0, ok.stderr

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import click
 
+from asrpriv.commands.options import WholeNumber
+
 from asrpriv.commands.options import FiniteFloat, common_options, info, output_option
 
 
@@ -11,18 +13,18 @@ from asrpriv.commands.options import FiniteFloat, common_options, info, output_o
 @click.argument("text", default="-", metavar="[TEXT]")
 @click.option("--nnlm", "model_path", required=True, metavar="MODEL",
               help="Neural LM model file (finetune-lm).")
-@click.option("-n", "--order", type=click.IntRange(1, 6), default=3, show_default=True,
+@click.option("-n", "--order", type=WholeNumber(1, 6), default=3, show_default=True,
               help="N-gram order of the approximation.")
 @click.option("--ids", is_flag=True, help="TEXT is Kaldi text (first field = utterance id).")
 @click.option("--min-backoff", type=FiniteFloat(0.0, 1.0, max_open=True), default=0.01,
               show_default=True,
               help="Least probability mass each context leaves to back-off (unseen words).")
-@click.option("--batch-tokens", type=click.IntRange(min=1), default=4096, show_default=True,
+@click.option("--batch-tokens", type=WholeNumber(min=1), default=4096, show_default=True,
               help="Padded positions per forward pass (as rescore-nbest).")
 @click.option("--device", default="cpu", show_default=True, help="torch device (cpu, cuda).")
-@click.option("--threads", type=click.IntRange(min=0), default=0, show_default=True,
+@click.option("--threads", type=WholeNumber(min=0), default=0, show_default=True,
               help="CPU threads for torch (0 = OMP_NUM_THREADS if set, else min(CPUs, 4)).")
-@click.option("--precision", type=click.IntRange(1, 17), default=7, show_default=True,
+@click.option("--precision", type=WholeNumber(1, 17), default=7, show_default=True,
               help="Digits after the point of the log10 numbers in the ARPA file.")
 @click.option("--public", is_flag=True,
               help="Declare TEXT public: the ARPA then records no private "

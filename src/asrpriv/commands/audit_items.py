@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import click
 
+from asrpriv.commands.options import WholeNumber
+
 from asrpriv.commands.options import common_options, info
 
 
@@ -12,13 +14,13 @@ from asrpriv.commands.options import common_options, info
 @click.option("--utt2spk", required=True, metavar="FILE", help="utterance -> speaker (Kaldi utt2spk).")
 @click.option("--id-regex", default="^(ES|IS|TS)", show_default=True, metavar="RE",
               help="Only utterances whose id matches RE (AMI: the scenario meetings).")
-@click.option("--speakers", type=click.IntRange(min=0), default=0, show_default=True,
+@click.option("--speakers", type=WholeNumber(min=0), default=0, show_default=True,
               help="At most this many speakers, half women half men where possible (0 = all).")
-@click.option("--subsets", type=click.IntRange(min=1), default=4, show_default=True,
+@click.option("--subsets", type=WholeNumber(min=1), default=4, show_default=True,
               help="Contiguous subsets (items) per speaker, cut by words.")
-@click.option("--max-words", type=click.IntRange(min=0), default=0, show_default=True,
+@click.option("--max-words", type=WholeNumber(min=0), default=0, show_default=True,
               help="Words per item at most: its first utterances (0 = the whole subset).")
-@click.option("--min-words", type=click.IntRange(min=0), default=100, show_default=True,
+@click.option("--min-words", type=WholeNumber(min=0), default=100, show_default=True,
               help="A speaker needs SUBSETS x this many words.")
 @click.option("-o", "--output-dir", "output_dir", required=True, metavar="DIR",
               help="Writes DIR/speakers, utt2item, items.tsv (client = item), items.txt, labels.tsv "

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import click
 
+from asrpriv.commands.options import WholeNumber
+
 from asrpriv.commands.options import FiniteFloat, common_options, seed_option
 
 METHODS = ("ward", "divisive", "constrained", "random", "kmeans")
@@ -20,24 +22,24 @@ METHODS = ("ward", "divisive", "constrained", "random", "kmeans")
 @click.option("--layer", default=None, metavar="PATTERN",
               help="Model/delta files: parameters whose names match this glob (e.g. "
                    "'blocks.0.*', 'output.weight'), flattened and concatenated. Default: all.")
-@click.option("--clusters", type=click.IntRange(min=1), default=None,
+@click.option("--clusters", type=WholeNumber(min=1), default=None,
               help="Number of clusters (ward, kmeans). Ward default: items / --size, else the "
                    "number of classes of the first label column.")
-@click.option("--size", type=click.IntRange(min=1), default=None,
+@click.option("--size", type=WholeNumber(min=1), default=None,
               help="Cluster size for divisive, constrained and random [4, as in 004].")
 @click.option("--epsilon", type=FiniteFloat(min=1.0), default=1.5, show_default=True,
               help="divisive: split until every cluster has < size x epsilon items (004 §4.4.2).")
 @click.option("--rank-label", default=None, metavar="COL",
               help="Run the speaker-identification rank test (004 §4.5) with this label column.")
-@click.option("--rank-distractors", type=click.IntRange(min=1), default=49, show_default=True)
-@click.option("--rank-repeats", type=click.IntRange(min=1), default=50, show_default=True)
+@click.option("--rank-distractors", type=WholeNumber(min=1), default=49, show_default=True)
+@click.option("--rank-repeats", type=WholeNumber(min=1), default=50, show_default=True)
 @click.option("--probe-label", "probe_labels", multiple=True, metavar="COL",
               help="Cross-validated logistic-regression probe predicting this label (repeatable).")
 @click.option("--probe-groups", default=None, metavar="COL",
               help="Keep items with the same value of COL in the same fold (stratified group "
                    "k-fold) and resample COL's values for the probe's intervals [--unit].")
-@click.option("--probe-folds", type=click.IntRange(min=2), default=5, show_default=True)
-@click.option("--permutations", type=click.IntRange(min=0), default=999, show_default=True,
+@click.option("--probe-folds", type=WholeNumber(min=2), default=5, show_default=True)
+@click.option("--permutations", type=WholeNumber(min=0), default=999, show_default=True,
               metavar="N",
               help="Permutation tests: purity, pure clusters and entropy of every label column "
                    "against N relabellings (the clusters fixed), and the rank test's mean rank "
@@ -60,7 +62,7 @@ METHODS = ("ward", "divisive", "constrained", "random", "kmeans")
                    "intervals are over items.")
 @click.option("--color-label", default=None, metavar="COL",
               help="Label column that colours the dendrogram's leaves [the first].")
-@click.option("--memory", "memory_mb", type=click.IntRange(min=16), default=1024, show_default=True,
+@click.option("--memory", "memory_mb", type=WholeNumber(min=16), default=1024, show_default=True,
               help="MB of item vectors to hold in memory; beyond it model files are spilled to a "
                    "temporary file and read back by dimension blocks.")
 @click.option("--out", "out_dir", required=True, metavar="DIR",

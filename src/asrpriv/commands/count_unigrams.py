@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import click
 
+from asrpriv.commands.options import WholeNumber
+
 from asrpriv.commands.options import FiniteFloat, common_options, info, output_option, warn
 from asrpriv.io.tokens import HELP as TOKENS_HELP
 
@@ -17,7 +19,7 @@ from asrpriv.io.tokens import HELP as TOKENS_HELP
 @click.option("--sigma", type=FiniteFloat(), default=5.0, show_default=True,
               help="Bandwidth of the rank kernel K(s) = exp(-(rank-1)^2 / (2 sigma^2)) (000 Eq. 3); "
                    "0.1 ~ 1-best only, 100 ~ uniform over the N-best.")
-@click.option("--top", type=click.IntRange(min=1), default=None,
+@click.option("--top", type=WholeNumber(min=1), default=None,
               help="Use only the first N hypotheses of each utterance (by rank).")
 @click.option("--by-client", "by_client", metavar="DIR", default=None,
               help="Write one counts file per client, DIR/<client>.counts (client from the "

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import click
 
+from asrpriv.commands.options import WholeNumber
+
 from asrpriv.commands.options import FiniteFloat, check_output_path, common_options, seed_option
 
 
@@ -56,20 +58,20 @@ from asrpriv.commands.options import FiniteFloat, check_output_path, common_opti
               help="Tests only: accept an --init model made with seeded (not private) noise.")
 @click.option("--arch", type=click.Choice(["transformer", "lstm"]), default="transformer",
               show_default=True, help="Architecture of a new model.")
-@click.option("--vocab-size", type=click.IntRange(min=0), default=0, show_default=True,
+@click.option("--vocab-size", type=WholeNumber(min=0), default=0, show_default=True,
               help="New model: keep at most this many words, specials included (0 = no limit).")
 @click.option("--vocab", "vocab_path", default=None, metavar="FILE",
               help="New model: exactly these words (one a line, first field; an ARPA file's "
                    "1-grams) plus <unk> <s> </s>; --vocab-size/--min-count are then ignored. "
                    "Gives an NNLM the vocabulary of an n-gram LM it is mixed or compared with.")
-@click.option("--min-count", type=click.IntRange(min=1), default=2, show_default=True,
+@click.option("--min-count", type=WholeNumber(min=1), default=2, show_default=True,
               help="New model: words seen fewer times become <unk> (so <unk> is trained).")
-@click.option("--emb-dim", type=click.IntRange(min=1), default=None,
+@click.option("--emb-dim", type=WholeNumber(min=1), default=None,
               help="Embedding size [transformer 256, lstm 512].")
-@click.option("--ffn-dim", type=click.IntRange(min=1), default=None, help="Transformer feed-forward size [1024].")
-@click.option("--heads", type=click.IntRange(min=1), default=None, help="Transformer attention heads [4].")
-@click.option("--hidden-dim", type=click.IntRange(min=1), default=None, help="LSTM hidden size [512].")
-@click.option("--layers", type=click.IntRange(min=1), default=None,
+@click.option("--ffn-dim", type=WholeNumber(min=1), default=None, help="Transformer feed-forward size [1024].")
+@click.option("--heads", type=WholeNumber(min=1), default=None, help="Transformer attention heads [4].")
+@click.option("--hidden-dim", type=WholeNumber(min=1), default=None, help="LSTM hidden size [512].")
+@click.option("--layers", type=WholeNumber(min=1), default=None,
               help="Transformer blocks [3] or LSTM layers [2].")
 @click.option("--dropout", type=FiniteFloat(0.0, 1.0, max_open=True), default=None,
               help="Dropout probability [0.1].")
@@ -82,8 +84,8 @@ from asrpriv.commands.options import FiniteFloat, check_output_path, common_opti
                    "The options below override it.")
 @click.option("--optimizer", type=click.Choice(["sgd", "adam"]), default=None, help="Optimizer.")
 @click.option("--lr", type=FiniteFloat(min=0.0, min_open=True), default=None, help="Learning rate.")
-@click.option("--epochs", type=click.IntRange(min=1), default=None, help="Epochs (passes over --train).")
-@click.option("--batch-size", type=click.IntRange(min=1), default=None, help="Sentences per batch.")
+@click.option("--epochs", type=WholeNumber(min=1), default=None, help="Epochs (passes over --train).")
+@click.option("--batch-size", type=WholeNumber(min=1), default=None, help="Sentences per batch.")
 @click.option("--batch-by", type=click.Choice(["sentences", "tokens"]), default=None,
               help="sentences: every batch has --batch-size sentences (001's n_b); tokens: as many "
                    "batches, cut to equal padded area (--batch-size sentences on average, less padding).")
@@ -100,12 +102,12 @@ from asrpriv.commands.options import FiniteFloat, check_output_path, common_opti
               help="output: train the output layer only (seed 003); the rest stays bitwise unchanged.")
 @click.option("--lr-decay", type=FiniteFloat(0.0, 1.0, min_open=True), default=0.5, show_default=True,
               help="With --valid: multiply the LR by this when validation loss does not improve.")
-@click.option("--patience", type=click.IntRange(min=0), default=2, show_default=True,
+@click.option("--patience", type=WholeNumber(min=0), default=2, show_default=True,
               help="With --valid: stop after this many epochs without improvement.")
-@click.option("--max-words", type=click.IntRange(min=1), default=1000, show_default=True,
+@click.option("--max-words", type=WholeNumber(min=1), default=1000, show_default=True,
               help="Refuse (FILE:LINE) a sentence longer than this many words (training cost "
                    "grows with the square of a sentence's length).")
-@click.option("--threads", type=click.IntRange(min=0), default=0, show_default=True,
+@click.option("--threads", type=WholeNumber(min=0), default=0, show_default=True,
               help="CPU threads for torch (0 = OMP_NUM_THREADS if set, else min(CPUs, 4)). "
                    "Runs are bit-for-bit repeatable at a fixed thread count.")
 @seed_option("Seed for initialisation, batch order and dropout (bit-for-bit repeatable on CPU).")

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import click
 
+from asrpriv.commands.options import WholeNumber
+
 from asrpriv.commands.fmp_options import fmp_run_options
 from asrpriv.commands.options import FiniteFloat, common_options
 
@@ -19,7 +21,7 @@ from asrpriv.commands.options import FiniteFloat, common_options
                  "round-t/ (counts, report.json), qbar-t.counts, hyp.txt.",
     epsilon_help="DP: each round's new counts released by add-noise --epsilon over the "
                  "background vocabulary; clients bound each utterance to --max-l1.")
-@click.option("--workers", type=click.IntRange(min=1), default=1, show_default=True,
+@click.option("--workers", type=WholeNumber(min=1), default=1, show_default=True,
               help="CPUs given to Ray (one client at a time per CPU).")
 @click.option("--round-timeout", type=FiniteFloat(min=0.0, min_open=True), default=None,
               metavar="SECONDS", help="Drop (and record) clients that have not replied by then.")

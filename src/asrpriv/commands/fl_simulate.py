@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import click
 
+from asrpriv.commands.options import WholeNumber
+
 from asrpriv.commands.options import FiniteFloat, common_options
 
 
@@ -27,13 +29,13 @@ from asrpriv.commands.options import FiniteFloat, common_options
               help="Run directory: model-t.pt and state.pt per round, round-t/ (cohort, report), "
                    "Flower's and Ray's files. Must be new or empty (or --resume).")
 @click.option("--resume", is_flag=True, help="Go on from the last round written in --run-dir.")
-@click.option("--rounds", type=click.IntRange(min=1), required=True, help="Rounds T.")
+@click.option("--rounds", type=WholeNumber(min=1), required=True, help="Rounds T.")
 @click.option("--sample-rate", type=FiniteFloat(0.0, 1.0, min_open=True), required=True,
               help="Poisson rate q (sample-clients --rate; aggregate --sample-rate).")
-@click.option("--sample-seed", type=int, default=None,
+@click.option("--sample-seed", type=WholeNumber(), default=None,
               help="sample-clients --seed (round t draws with --round t); keep it secret. "
                    "Default: os.urandom.")
-@click.option("-s", "--seed", type=int, default=None,
+@click.option("-s", "--seed", type=WholeNumber(), default=None,
               help="Client training seed: round t trains with finetune-lm --seed SEED*100000+t.")
 @click.option("--server", type=click.Choice(["fedavg", "fedadam"]), default="fedadam", show_default=True)
 @click.option("--server-lr", type=FiniteFloat(), default=None,
@@ -52,19 +54,19 @@ from asrpriv.commands.options import FiniteFloat, common_options
               help="DP: fixed denominator q*W with --weight-cap.")
 @click.option("--weight-cap", type=FiniteFloat(min=0.0, min_open=True), default=None, metavar="WORDS",
               help="DP: capped client weights min(words/WORDS, 1).")
-@click.option("--noise-seed", type=int, default=None,
+@click.option("--noise-seed", type=WholeNumber(), default=None,
               help="Seed the noise (round t: NOISE_SEED*100000+t). NOT private: tests only.")
 @click.option("--allow-seeded-test-noise", "allow_seeded", is_flag=True,
               help="Accept seeded noise (tests only).")
 @click.option("--confidence", default="none", show_default=True, metavar="none|hard:C|utterance|token",
               help="Client confidence loss (finetune-lm --confidence).")
 @click.option("--lr", type=FiniteFloat(min=0.0, min_open=True), default=None, help="Client lr [client-001: 1.0].")
-@click.option("--epochs", type=click.IntRange(min=1), default=None, help="Client epochs [1].")
-@click.option("--batch-size", type=click.IntRange(min=1), default=None, help="Client batch [8].")
+@click.option("--epochs", type=WholeNumber(min=1), default=None, help="Client epochs [1].")
+@click.option("--batch-size", type=WholeNumber(min=1), default=None, help="Client batch [8].")
 @click.option("--train-only", type=click.Choice(["all", "output"]), default="all", show_default=True)
-@click.option("--max-words", type=click.IntRange(min=1), default=1000, show_default=True,
+@click.option("--max-words", type=WholeNumber(min=1), default=1000, show_default=True,
               help="Refuse a sentence longer than this.")
-@click.option("--workers", type=click.IntRange(min=1), default=1, show_default=True,
+@click.option("--workers", type=WholeNumber(min=1), default=1, show_default=True,
               help="CPUs given to Ray (ray.init num_cpus).")
 @click.option("--cpus-per-client", type=FiniteFloat(min=0.0, min_open=True), default=1.0,
               show_default=True, help="Flower client_resources num_cpus (and torch threads).")

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import click
 
+from asrpriv.commands.options import WholeNumber
+
 from asrpriv.commands.options import FiniteFloat, common_options, output_option
 
 
@@ -22,7 +24,7 @@ from asrpriv.commands.options import FiniteFloat, common_options, output_option
 @click.option("--oov-to-unk", is_flag=True,
               help="ARPA mode: count adaptation words outside the ARPA vocabulary as <unk> (default: "
                    "drop them; in rescoring <unk> stands for every OOV word of a hypothesis).")
-@click.option("--precision", type=click.IntRange(1, 17), default=7, show_default=True,
+@click.option("--precision", type=WholeNumber(1, 17), default=7, show_default=True,
               help="ARPA mode: digits after the point of the log10 numbers written.")
 @click.option("--background", "background", metavar="COUNTS", default=None,
               help="Background unigram counts u (from count-unigrams --text on a corpus); required "

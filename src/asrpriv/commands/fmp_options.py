@@ -12,7 +12,7 @@ from typing import Callable
 
 import click
 
-from asrpriv.commands.options import FiniteFloat
+from asrpriv.commands.options import FiniteFloat, WholeNumber
 
 #: the click parameter names of the block, in option order
 _NAMES = ("nbest", "nnlm", "weights_path", "background", "run_dir", "rounds", "sigma", "alpha",
@@ -31,7 +31,7 @@ def _options(run_dir_help: str, epsilon_help: str) -> list[Callable]:
                      help="Public background unigram counts u (fma-adapt --background; "
                           "add-noise --vocab)."),
         click.option("--run-dir", required=True, metavar="DIR", help=run_dir_help),
-        click.option("--rounds", type=click.IntRange(min=1), required=True,
+        click.option("--rounds", type=WholeNumber(min=1), required=True,
                      help="T: the lists are split in T+1 parts; T count/aggregate rounds."),
         click.option("--sigma", type=FiniteFloat(min=0.0, min_open=True), default=5.0,
                      show_default=True, help="Rank kernel width (count-unigrams --sigma)."),
@@ -46,7 +46,7 @@ def _options(run_dir_help: str, epsilon_help: str) -> list[Callable]:
         click.option("--max-l1", type=FiniteFloat(min=0.0, min_open=True), default=15.0,
                      show_default=True,
                      help="DP: per-utterance L1 bound (count-unigrams --unit utterance --max-l1)."),
-        click.option("--noise-seed", type=int, default=None,
+        click.option("--noise-seed", type=WholeNumber(), default=None,
                      help="Seed the noise (round t: NOISE_SEED*100000+t). NOT private: tests only."),
         click.option("--allow-seeded-test-noise", "allow_seeded", is_flag=True,
                      help="Accept seeded noise (tests only)."),

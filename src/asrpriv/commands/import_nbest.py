@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import click
 
+from asrpriv.commands.options import WholeNumber
+
 from asrpriv.commands.options import FiniteFloat, common_options, output_option
 from asrpriv.io.tokens import HELP as TOKENS_HELP
 
@@ -58,12 +60,12 @@ reader refuses, so 'import-nbest ... | rescore-nbest' fails too (scripts: set -o
 @click.option("--id-field", default=None, metavar="NAME",
               help="nemo: manifest field holding the utterance id (default: the audio file name "
                    "without extension).")
-@click.option("--beam-size", type=click.IntRange(min=1), default=None,
+@click.option("--beam-size", type=WholeNumber(min=1), default=None,
               help="nemo: candidates per utterance in the beams file (default: lines / entries).")
 @click.option("--words", "words", default=None, metavar="words.txt",
               help="kaldi: symbol table; read words.int instead of text. kaldi-lattice: the "
                    "symbol table of the lattices' word ids.")
-@click.option("--n", "n_best", type=click.IntRange(min=1), default=None, metavar="N",
+@click.option("--n", "n_best", type=WholeNumber(min=1), default=None, metavar="N",
               help="kaldi-lattice: distinct word sequences per lattice (default 1, as "
                    "lattice-to-nbest --n).")
 @click.option("--acoustic-scale", type=FiniteFloat(min=0.0, min_open=True), default=1.0,

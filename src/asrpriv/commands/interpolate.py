@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import click
 
+from asrpriv.commands.options import WholeNumber
+
 from asrpriv.commands.options import FiniteFloat, common_options
 
 HELP = """Linear interpolation of LMs: estimate the weights, or write a static mixture.
@@ -51,15 +53,15 @@ as perplexity's ppl does (the held-out perplexity then equals perplexity --weigh
               help="EM starting weights (default: uniform).")
 @click.option("--tol", type=FiniteFloat(min=0.0, min_open=True), default=1e-6, show_default=True,
               help="EM stops when no weight changes by more than this in one step.")
-@click.option("--max-iter", type=click.IntRange(min=1), default=10000, show_default=True,
+@click.option("--max-iter", type=WholeNumber(min=1), default=10000, show_default=True,
               help="At most this many EM steps.")
 @click.option("--oov", "oov_policy", type=click.Choice(["unk", "exclude"]), default="unk",
               show_default=True, help="Held-out OOV words: scored as each LM's <unk>, or left out.")
-@click.option("--precision", type=click.IntRange(1, 17), default=7, show_default=True,
+@click.option("--precision", type=WholeNumber(1, 17), default=7, show_default=True,
               help="Digits after the point of the log10 numbers in the mixed ARPA.")
-@click.option("--batch-size", type=click.IntRange(min=1), default=64, show_default=True,
+@click.option("--batch-size", type=WholeNumber(min=1), default=64, show_default=True,
               help="Sentences per batch (neural LMs).")
-@click.option("--threads", type=click.IntRange(min=0), default=0, show_default=True,
+@click.option("--threads", type=WholeNumber(min=0), default=0, show_default=True,
               help="CPU threads for torch (0 = OMP_NUM_THREADS if set, else min(CPUs, 4)).")
 @click.option("-o", "--output", "output", default=None, metavar="FILE",
               help="The static mixture (ARPA), written atomically ('-' = stdout; mix mode only).")

@@ -39,6 +39,26 @@ class FiniteFloat(click.FloatRange):
         return super()._describe_range()
 
 
+class WholeNumber(click.IntRange):
+    """An integer option that refuses Python's digit groups (``int('1_0')`` is 10: nobody
+    means that) with one line (exit 2); range bounds work as in click's IntRange."""
+
+    name = "integer"
+
+    def convert(self, value, param, ctx):
+        from asrpriv.errors import AsrprivError
+
+        if isinstance(value, str) and "_" in value:
+            name = max(param.opts, key=len) if param is not None and param.opts else "value"
+            raise AsrprivError(f"{name}: expected a whole number, got {value!r}")
+        return super().convert(value, param, ctx)
+
+    def _describe_range(self) -> str:  # click's help text: nothing for an unbounded integer
+        if self.min is None and self.max is None:
+            return ""
+        return super()._describe_range()
+
+
 def _set_meta(key: str):
     def callback(ctx: click.Context, _param: click.Parameter, value):
         if value:
@@ -77,7 +97,7 @@ def output_option(func: Callable) -> Callable:
 
 
 def seed_option(help_text: str = "Seed for the random generator (repeatable runs).") -> Callable:
-    return click.option("-s", "--seed", type=int, default=None, help=help_text)
+    return click.option("-s", "--seed", type=WholeNumber(), default=None, help=help_text)
 
 
 def _ctx_quiet() -> bool:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import click
 
+from asrpriv.commands.options import WholeNumber
+
 from asrpriv.commands.options import FiniteFloat, common_options, output_option, seed_option
 
 
@@ -28,13 +30,13 @@ from asrpriv.mixture.steps import HIGH_OOV_RATE  # noqa: F401 - its home is the 
                    "docs/FORMATS.md), as SRILM's ngram -debug 2 -ppl does.")
 @click.option("--ids", is_flag=True, help="TEXT is Kaldi text (first field = utterance id).")
 @click.option("--json", "as_json", is_flag=True, help="Write one JSON object instead of one line.")
-@click.option("--batch-size", type=click.IntRange(min=1), default=64, show_default=True,
+@click.option("--batch-size", type=WholeNumber(min=1), default=64, show_default=True,
               help="Sentences per batch (neural LMs).")
-@click.option("--threads", type=click.IntRange(min=0), default=0, show_default=True,
+@click.option("--threads", type=WholeNumber(min=0), default=0, show_default=True,
               help="CPU threads for torch (0 = OMP_NUM_THREADS if set, else min(CPUs, 4)).")
-@click.option("--max-words", type=click.IntRange(min=1), default=1000, show_default=True,
+@click.option("--max-words", type=WholeNumber(min=1), default=1000, show_default=True,
               help="Neural LMs: refuse (FILE:LINE) a sentence longer than this many words.")
-@click.option("--bootstrap", "bootstrap_n", type=click.IntRange(min=1), default=None, metavar="N",
+@click.option("--bootstrap", "bootstrap_n", type=WholeNumber(min=1), default=None, metavar="N",
               help="Add the perplexity's bootstrap percentile interval from N resamples of the "
                    "sentences (each with its log-probability sum and token count).")
 @click.option("--confidence-level", type=FiniteFloat(0.0, 1.0, min_open=True, max_open=True),

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import click
 
+from asrpriv.commands.options import WholeNumber
+
 from asrpriv.commands.options import FiniteFloat, common_options
 
 
@@ -11,7 +13,7 @@ from asrpriv.commands.options import FiniteFloat, common_options
 @click.argument("file", required=False, metavar="[FILE]")
 @click.option("--noise-multiplier", type=FiniteFloat(), default=None, help="z (without FILE).")
 @click.option("--sample-rate", type=FiniteFloat(), default=None, help="Poisson sampling rate q (without FILE).")
-@click.option("--rounds", type=int, default=None, help="Number of rounds T (without FILE).")
+@click.option("--rounds", type=WholeNumber(), default=None, help="Number of rounds T (without FILE).")
 @click.option("--delta", type=FiniteFloat(), default=1e-5, show_default=True,
               help="The delta at which epsilon is reported.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")

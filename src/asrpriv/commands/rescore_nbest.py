@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import click
 
+from asrpriv.commands.options import WholeNumber
+
 from asrpriv.commands.options import FiniteFloat, common_options, output_option
 from asrpriv.io.tokens import HELP as TOKENS_HELP
 
@@ -86,16 +88,16 @@ Weights from tune-weights: --weights FILE; options given on the command line win
 @click.option("--best", is_flag=True, help="Write Kaldi text of each utterance's best hypothesis.")
 @click.option("--device", type=click.Choice(["cpu", "cuda"]), default="cpu", show_default=True,
               help="Where the NNLM runs.")
-@click.option("--threads", type=click.IntRange(min=1), default=None,
+@click.option("--threads", type=WholeNumber(min=1), default=None,
               help="CPU threads for the NNLM (default: torch's choice).")
 @click.option("--precision", type=click.Choice(["fp32", "bf16"]), default="fp32", show_default=True,
               help="NNLM arithmetic: fp32, or bf16 (opt-in: bfloat16 products on CPUs with "
                    "AVX512-BF16/AMX or on a GPU; scores change slightly, see docs/PERFORMANCE.md).")
-@click.option("--batch-tokens", type=click.IntRange(min=1), default=4096, show_default=True,
+@click.option("--batch-tokens", type=WholeNumber(min=1), default=4096, show_default=True,
               help="Padded positions per NNLM forward pass (rows x longest row); for a "
                    "Transformer, prefix-tree nodes (each distinct history of an utterance's "
                    "hypotheses is computed once).")
-@click.option("--max-words", type=click.IntRange(min=1), default=1000, show_default=True,
+@click.option("--max-words", type=WholeNumber(min=1), default=1000, show_default=True,
               help="With --nnlm: refuse (FILE:LINE) a hypothesis longer than this many words "
                    "(Transformer attention costs memory and time quadratic in its length).")
 @click.option("--unk-penalty", type=FiniteFloat(min=0.0), default=0.0, show_default=True, metavar="NATS",
@@ -104,7 +106,7 @@ Weights from tune-weights: --weights FILE; options given on the command line win
                    "every unknown word; ln K spreads it evenly over K candidate words (Kaldi's RNNLM "
                    "rescoring has the same knob). Without it an NNLM whose <unk> was trained up "
                    "(e.g. by adapting on text with new words) prefers hypotheses with OOV words.")
-@click.option("--chunk-utts", type=click.IntRange(min=1), default=256, show_default=True,
+@click.option("--chunk-utts", type=WholeNumber(min=1), default=256, show_default=True,
               help="Utterances read and scored together (bounds memory).")
 @click.option("--drop-tokens", "drop_tokens", default=None, metavar="SPEC",
               help=TOKENS_HELP + " Dropped words are neither scored nor counted by the word "

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import click
 
+from asrpriv.commands.options import WholeNumber
+
 from asrpriv.commands.options import (FiniteFloat, common_options, info, output_option, seed_option)
 
 
@@ -11,7 +13,7 @@ from asrpriv.commands.options import (FiniteFloat, common_options, info, output_
 @click.argument("clients_path", metavar="[CLIENTS]", default="-")
 @click.option("--rate", type=FiniteFloat(), required=True,
               help="Poisson rate q: each client takes part independently with probability q.")
-@click.option("--round", "round_index", type=int, default=None,
+@click.option("--round", "round_index", type=WholeNumber(), default=None,
               help="The round number t (>= 0); each round draws anew. Required unless --expected.")
 @click.option("--expected", is_flag=True,
               help="Write q x N instead (the expected cohort size, %.6g: aggregate "

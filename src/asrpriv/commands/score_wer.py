@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import click
 
+from asrpriv.commands.options import WholeNumber
+
 from asrpriv.io.tokens import HELP as TOKENS_HELP
 from asrpriv.commands.options import (FiniteFloat, check_output_path, common_options, output_option,
                                       seed_option)
@@ -52,7 +54,7 @@ from asrpriv.commands.options import (FiniteFloat, check_output_path, common_opt
 @click.option("--encoding", default="utf-8", show_default=True, metavar="NAME",
               help="Character encoding of REF/HYP/HYP2 (sclite -e), e.g. gb2312, iso-8859-1; "
                    "a byte that is not valid in it is an error naming FILE:LINE.")
-@click.option("--bootstrap", "bootstrap_n", type=click.IntRange(min=1), default=None, metavar="N",
+@click.option("--bootstrap", "bootstrap_n", type=WholeNumber(min=1), default=None, metavar="N",
               help="Add bootstrap percentile confidence intervals from N resamples: of the WER "
                    "and, with --compare, of WER(A) - WER(B) (paired resampling).")
 @click.option("--bootstrap-unit", type=click.Choice(["utterance", "speaker", "client"]),

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import click
 
+from asrpriv.commands.options import WholeNumber
+
 from asrpriv.commands.options import common_options, output_option
 
 
@@ -12,9 +14,9 @@ from asrpriv.commands.options import common_options, output_option
 @click.option("--clients", default=None, metavar="LIST",
               help="Keep only these clients (comma- or space-separated).")
 @click.option("--exclude-clients", default=None, metavar="LIST", help="Drop these clients.")
-@click.option("--max-per-client", type=click.IntRange(min=1), default=None,
+@click.option("--max-per-client", type=WholeNumber(min=1), default=None,
               help="Keep only each client's first N utterances (file order).")
-@click.option("--top", type=click.IntRange(min=1), default=None,
+@click.option("--top", type=WholeNumber(min=1), default=None,
               help="Keep only the first N hypotheses of each utterance (by rank).")
 @click.option("--best", is_flag=True,
               help="Write Kaldi text (utt_id text) of each utterance's best hypothesis (rank 1, "
@@ -26,7 +28,7 @@ from asrpriv.commands.options import common_options, output_option
                    "utterance's reference from REF as its only hypothesis (REF order).")
 @click.option("--list-clients", is_flag=True,
               help="Write the selected utterances' distinct clients, sorted, one per line.")
-@click.option("--every", type=click.IntRange(min=1), default=None, metavar="K",
+@click.option("--every", type=WholeNumber(min=1), default=None, metavar="K",
               help="With --list-clients: only the 1st, (K+1)th, (2K+1)th... client (e.g. every "
                    "4th meeting tunes, the others evaluate).")
 @click.option("--others", is_flag=True, help="With --every: the clients it leaves out.")

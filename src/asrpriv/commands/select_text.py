@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import click
 
+from asrpriv.commands.options import WholeNumber
+
 from asrpriv.commands.options import common_options, output_option
 
 
@@ -22,14 +24,14 @@ from asrpriv.commands.options import common_options, output_option
               help="Keep lines whose id matches RE (Python re.search; anchor with ^).")
 @click.option("--exclude-id-regex", metavar="RE", default=None,
               help="Drop lines whose id matches RE.")
-@click.option("--max-words-per-line", type=click.IntRange(min=0), default=None, metavar="N",
+@click.option("--max-words-per-line", type=WholeNumber(min=0), default=None, metavar="N",
               help="Keep lines of at most N words (after the id with --ids), e.g. the short "
                    "utterances of a reference; applied with the id filters, before --every.")
-@click.option("--every", type=click.IntRange(min=1), default=None, metavar="K",
+@click.option("--every", type=WholeNumber(min=1), default=None, metavar="K",
               help="Keep lines K, 2K, 3K... (numbered after the id filters), e.g. a held-out slice.")
-@click.option("--drop-every", type=click.IntRange(min=1), default=None, metavar="K",
+@click.option("--drop-every", type=WholeNumber(min=1), default=None, metavar="K",
               help="Drop lines K, 2K, 3K... instead (the rest of that slice).")
-@click.option("--max-words", type=click.IntRange(min=1), default=None, metavar="N",
+@click.option("--max-words", type=WholeNumber(min=1), default=None, metavar="N",
               help="Then keep about N words, lines taken evenly: every k-th line, "
                    "k = ceil(W / N), W = the words of the selected lines (or of --words-of).")
 @click.option("--words-of", metavar="FILE", default=None,

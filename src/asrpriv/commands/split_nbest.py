@@ -4,18 +4,20 @@ from __future__ import annotations
 
 import click
 
+from asrpriv.commands.options import WholeNumber
+
 from asrpriv.commands.options import common_options, info
 
 
 @click.command("split-nbest")
 @click.argument("input_path", metavar="[NBEST]", default="-")
-@click.option("--parts", type=click.IntRange(min=1), default=1, show_default=True,
+@click.option("--parts", type=WholeNumber(min=1), default=1, show_default=True,
               help="Split each client's utterances, in file (time) order, into this many "
                    "contiguous parts of near-equal size (T+1 groups for T FL rounds).")
 @click.option("--clients", default=None, metavar="LIST",
               help="Keep only these clients (comma- or space-separated).")
 @click.option("--exclude-clients", default=None, metavar="LIST", help="Drop these clients.")
-@click.option("--max-per-client", type=click.IntRange(min=1), default=None,
+@click.option("--max-per-client", type=WholeNumber(min=1), default=None,
               help="Keep only each client's first N utterances.")
 @click.option("--utt2client", metavar="FILE", default=None,
               help="Map utterance id -> client (default: the 'client' column).")

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import click
 
+from asrpriv.commands.options import WholeNumber
+
 from asrpriv.commands.options import FiniteFloat, common_options, info, output_option
 
 
 @click.command("train-ngram")
 @click.argument("text", default="-", metavar="[TEXT]")
-@click.option("-n", "--order", type=click.IntRange(1, 9), default=3, show_default=True,
+@click.option("-n", "--order", type=WholeNumber(1, 9), default=3, show_default=True,
               help="N-gram order.")
 @click.option("--ids", is_flag=True,
               help="TEXT is Kaldi text: the first token of each line is an utterance id.")
@@ -31,7 +33,7 @@ from asrpriv.commands.options import FiniteFloat, common_options, info, output_o
               show_default=True,
               help="With --classes: a word joins class C when at least this share of its "
                    "occurrences lie in spans of C (then all its occurrences count as C).")
-@click.option("--precision", type=click.IntRange(1, 17), default=7, show_default=True,
+@click.option("--precision", type=WholeNumber(1, 17), default=7, show_default=True,
               help="Digits after the point of the log10 numbers in the ARPA file.")
 @click.option("--public", is_flag=True,
               help="Declare TEXT public (a background corpus): the ARPA then records no private "
