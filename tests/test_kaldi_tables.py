@@ -186,8 +186,13 @@ def test_srilm_list_on_stdin(tmp_path):
     assert piped.stdout == direct.stdout
     one = open(files[0], encoding="utf-8").read() if not files[0].endswith(".gz") else \
         gzip.open(files[0], "rt").read()
+    # one N-best list on standard input (zcat utt.gz | ...): scored under the utterance id
+    # 'stdin', as there is no file name to take it from (issue 40's `zcat x.gz |` case)
     r = run_proc(["import-nbest", "--from", "srilm", "-"], input=one)
-    assert_one_line_error(r, "<stdin>:1: an N-best list on standard input")
+    assert r.returncode == 0, r.stderr
+    rows = r.stdout.decode().splitlines()[1:]
+    assert rows and all(row.split("\t")[0] == "stdin" for row in rows)
+    assert len(rows) == len([ln for ln in one.splitlines() if ln.strip() and not ln.startswith("NBestList")])
 
 
 def test_drop_tokens_literal_and_conventions(tmp_path):

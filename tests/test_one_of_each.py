@@ -144,8 +144,12 @@ def test_one_seed_rule():
     assert derive_seed(7, 12, draw=2) == 702012
     seeds = {derive_seed(s, t, d) for s in (1, 2) for d in range(3) for t in (0, 1, 999)}
     assert len(seeds) == 18  # no two rounds or draws share a seed
+    # one draw may run paper 001's 1,000 rounds and more; with several draws t stays < 1000
+    assert derive_seed(1, 1000) == 101000
     with pytest.raises(AsrprivError):
-        derive_seed(1, 1000)
+        derive_seed(1, 1000, draw=1)
+    with pytest.raises(AsrprivError):
+        derive_seed(1, 100000)
     assert FmpSettings(noise_seed=5).round_seed(3) == 500003
     assert FmpSettings().round_seed(3) is None
     flower = pytest.importorskip("asrpriv_flower.settings")

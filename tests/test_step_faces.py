@@ -541,8 +541,6 @@ def test_the_new_entries_do_their_own_checks(tmp_path):
 #: command modules that still compute, and why (each entry is someone's open work or option
 #: handling); the test below fails when one of them no longer needs its entry
 THICK_COMMANDS: dict[str, str] = {
-    "score_wer.py": "issue 38 moves score-wer's trn/subset policy, non-word scan and bootstrap "
-                    "into asrpriv.wer.step",
     "fl_fmp.py": "counts the dropped client rounds in asrpriv_flower's reports (the Flower app "
                  "and the federated round's single home are issue 41's)",
     "fl_simulate.py": "as fl_fmp.py: the dropped client updates of asrpriv_flower's rounds",

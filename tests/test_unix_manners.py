@@ -62,6 +62,7 @@ def small(tmp_path_factory):
     _bash(f"{a} train-ngram -q --ids --order 2 ktext -o lm.arpa\n"
           f"{a} count-unigrams -q --text --ids --public ktext -o bg.counts\n"
           f"{a} count-unigrams -q --max-l1 15 nbest.tsv -o nb.counts\n"
+          f"{a} count-unigrams -q --max-l1 15 --sigma 1 nbest.tsv -o nb1.counts\n"
           f"cut -f1 bg.counts | grep -v '^#' > vocab\n"
           f"{a} finetune-lm -q --public --ids --arch lstm --emb-dim 8 --hidden-dim 8 --layers 1 "
           f"--epochs 1 --min-count 1 --seed 1 --threads 1 --train ktext -o tiny.pt", d)
@@ -71,7 +72,7 @@ def small(tmp_path_factory):
 #: step -> its arguments (before ``-o``) on the small inputs; every step whose -o is a FILE
 O_STEPS = {
     "count-unigrams": "--max-l1 15 nbest.tsv",
-    "aggregate": "nb.counts nb.counts",
+    "aggregate": "nb.counts nb1.counts",  # two different files: the same one twice is refused
     "add-noise": "--epsilon 1 --vocab vocab --seed 1 --allow-seeded-test-noise nb.counts",
     "fma-adapt": "--background bg.counts --global nb.counts --alpha 0.5 --beta 0",
     "score-wer": "--ref ref.txt --hyp ref.txt",

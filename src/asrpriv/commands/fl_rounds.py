@@ -115,8 +115,5 @@ def fl_rounds(init_path, train_path, ids, utt2client, clients_path, run_dir, res
         train_only=train_only, threads=threads, device=device, save_deltas=save_deltas,
         batch_clients=batch_clients)
     result = run_rounds(settings, resume=resume, talk=info, warn=warn)
-    rate = result.client_updates / result.client_seconds if result.client_seconds else 0.0
-    info(f"fl-rounds: {len(result.rounds)} round(s) in {result.seconds:.1f} s, "
-         f"{result.client_updates} client update(s) ({rate:.2f}/s); final model "
-         f"{result.final_model}")
+    info(result.summary())
     click.echo(result.final_model)

@@ -135,6 +135,13 @@ class RoundsResult:
     client_updates: int = 0
     client_seconds: float = 0.0
 
+    def summary(self) -> str:
+        """The line ``fl-rounds`` says on stderr: rounds, seconds, client updates per second."""
+        rate = self.client_updates / self.client_seconds if self.client_seconds else 0.0
+        return (f"fl-rounds: {len(self.rounds)} round(s) in {self.seconds:.1f} s, "
+                f"{self.client_updates} client update(s) ({rate:.2f}/s); final model "
+                f"{self.final_model}")
+
 
 def model_path(run_dir: str, t: int) -> str:
     return os.path.join(run_dir, f"model-{t}.pt")

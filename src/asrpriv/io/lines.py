@@ -116,6 +116,8 @@ def stdin_spooled(*paths: str | None, streamed: Iterable[str | None] = ()) -> It
             yield [spooled if p is not None and str(p) == "-" else p for p in paths]
         except AsrprivError as err:
             if spooled in err.message:
+                # a command quoted for the user reads standard input as Kaldi does: ark:-
+                err.message = err.message.replace(f"'ark:{spooled}'", "ark:-")
                 err.message = err.message.replace(spooled, "<stdin>")
                 err.args = (err.message,)
                 if isinstance(err, InputError):
