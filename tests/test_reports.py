@@ -543,17 +543,19 @@ def test_fmp_report_client_level_tables_by_hand(tmp_path):
     assert "### Table 3 per client" not in text
     # per client: the change in WER points, counts, the exact sign test, Holm over the 3 sign tests
     pc = {r[0]: r for r in section_rows(text, "### Table 2 per client")}
-    t1 = pc["FMP T=1 (vs NNLM baseline)"]
-    assert t1[1:4] == [f"{-200 / 6:+.2f}", f"{-100 / 8:+.2f}", f"{-100 / 5:+.2f}"]
-    assert t1[4] == "3 / 0 / 0" and t1[5] == f"{2 * 0.5 ** 3:.3f}"          # 2 P(X <= 0), X ~ Bin(3, 1/2)
-    t2pc = pc["FMP T=2 (vs NNLM baseline)"]
-    assert t2pc[1:4] == [f"{-100 / 6:+.2f}", f"{100 / 8:+.2f}", "+0.00"] and t2pc[4] == "1 / 1 / 1"
-    assert t2pc[5] == "1.000"                                               # min(1, 2 P(X <= 1)), n = 2
-    fp = pc["first-pass 1-best (vs NNLM baseline)"]
-    assert fp[4] == "0 / 1 / 2" and fp[5] == "1.000"
+    t1 = pc["FMP T=1"]
+    assert t1[5:8] == [f"{-200 / 6:+.2f}", f"{-100 / 8:+.2f}", f"{-100 / 5:+.2f}"]
+    assert t1[2] == "3 / 0 / 0 vs NNLM baseline"
+    assert t1[3] == f"p = {2 * 0.5 ** 3:.3f} vs NNLM baseline"          # 2 P(X <= 0), X ~ Bin(3, 1/2)
+    t2pc = pc["FMP T=2"]
+    assert t2pc[5:8] == [f"{-100 / 6:+.2f}", f"{100 / 8:+.2f}", "+0.00"] and t2pc[2] == "1 / 1 / 1 vs NNLM baseline"
+    assert t2pc[3] == "p = 1.000 vs NNLM baseline"                          # min(1, 2 P(X <= 1)), n = 2
+    fp = pc["first-pass 1-best"]
+    assert fp[2] == "0 / 1 / 2 vs NNLM baseline" and fp[3] == "p = 1.000 vs NNLM baseline"
     # Holm over (1.0, 0.25, 1.0): 3 x 0.25 = 0.75, then 1.0
-    assert t1[6] == "0.750" and t2pc[6] == "1.000" and fp[6] == "1.000"
-    assert t1[7] == t2["FMP T=1"][5].split("diff ")[1]
+    assert "sign test p, Holm (family of 3)" in text
+    assert t1[4] == "0.750" and t2pc[4] == "1.000" and fp[4] == "1.000"
+    assert t1[1] == t2["FMP T=1"][5].split("diff ")[1] + " vs NNLM baseline"
     # each client-level report is kept beside the run
     saved = json.loads((out / "runs" / "fmp-T1" / "wer-client.json").read_text())
     assert saved["bootstrap"]["unit"] == "client" and saved["bootstrap"]["units"] == 3

@@ -244,16 +244,17 @@ def holm_cell(family: Family, keys: list[str]) -> str:
     return f"{span} ({below} of {len(ps)} draws below 0.05)"
 
 
-def client_rows(entries: list[tuple[str, str, dict | None]], family: Family, clients: list[str]) -> list[str]:
-    """The per-client table of a main table: per client the change in WER points (system minus its
-    reference), how many clients improve/worsen/tie, the exact sign test and its Holm-adjusted
-    value over the table's sign tests, and the client-level paired interval of the difference."""
+def client_rows(entries: list[tuple[str, str, str, dict | None]], family: Family, clients: list[str]) -> list[str]:
+    """The per-client table of a main table: the client-level paired interval of the difference,
+    how many clients improve/worsen/tie, the exact sign test and its Holm-adjusted value over the
+    table's sign tests (each cell naming the reference), then per client the change in WER points
+    (system minus its reference)."""
     rows = []
-    for label, key, client in entries:
+    for label, key, ref_name, client in entries:
         units = ((client or {}).get("compare") or {}).get("units")
         boot = (client or {}).get("bootstrap") or {}
         if not units:
-            rows.append(f"| {label} | " + " | ".join("–" for _ in clients) + " | – | – | – | – |")
+            rows.append(f"| {label} | – | – | – | – | " + " | ".join("–" for _ in clients) + " |")
             continue
         by_name = {r["client"]: r for r in units["rows"]}
         cells = []
@@ -263,26 +264,26 @@ def client_rows(entries: list[tuple[str, str, dict | None]], family: Family, cli
         holm = family.holm(key)
         diff = (f"{boot['diff']:+.2f} [{boot['diff_low']:+.2f}, {boot['diff_high']:+.2f}]"
                 if boot.get("diff") is not None else "–")
-        rows.append(f"| {label} | " + " | ".join(cells) + f" | {units['improve']} / {units['worsen']} / "
-                    f"{units['tie']} | {units['sign_test_p']:.3f} | {fmt_p(holm) if holm is not None else '–'} "
-                    f"| {diff} |")
+        rows.append(f"| {label} | {diff} vs {ref_name} | {units['improve']} / {units['worsen']} / {units['tie']} "
+                    f"vs {ref_name} | p = {units['sign_test_p']:.3f} vs {ref_name} | "
+                    f"{fmt_p(holm) if holm is not None else '–'} | " + " | ".join(cells) + " |")
     return rows
 
 
-def client_table(title: str, entries: list[tuple[str, str, dict | None]], clients: list[str]) -> list[str]:
-    """'### TITLE' and its per-client table (nothing when no entry has client-level scores)."""
-    if not clients or not any(((c or {}).get("compare") or {}).get("units") for _l, _k, c in entries):
+def client_table(title: str, entries: list[tuple[str, str, str, dict | None]], clients: list[str]) -> list[str]:
+    """'### TITLE' and its per-client table (nothing when no entry has client-level scores).
+    ENTRIES: (row label, run name, the reference's name in the tables, client-level report)."""
+    if not clients or not any(((c or {}).get("compare") or {}).get("units") for *_x, c in entries):
         return []
     family = Family()
-    for _label, key, client in entries:
+    for _label, key, _ref, client in entries:
         family.add(key, _sign_p(client))
-    head = ("| system (vs its reference) | " + " | ".join(clients)
-            + " | clients improve / worsen / tie | exact sign test p | sign test p, Holm "
-              f"(family of {len(family)}) | client-level diff, pts [95% CI] |\n|"
-            + "---|" * (len(clients) + 5))
+    head = ("| system | client-level diff, pts [95% CI] | clients improve / worsen / tie | exact sign test "
+            f"over clients | sign test p, Holm (family of {len(family)}) | " + " | ".join(clients)
+            + " |\n|" + "---|" * (len(clients) + 5))
     return ["", f"### {title}", "",
-            "Change in WER points per evaluation client (system minus its reference; negative: the system "
-            "is better on that client).", "", head] + client_rows(entries, family, clients)
+            "Per evaluation client, the change in WER points (system minus its reference; negative: the "
+            "system is better on that client).", "", head] + client_rows(entries, family, clients)
 
 
 def sweep_label(T: int) -> str:
@@ -347,13 +348,13 @@ def main(argv: list[str] | None = None) -> int:
             if sp.get("dp"):
                 draws = [r for r in (load(out, n) for n in names) if r is not None]
                 text = dp_row(sp["label"], draws, sp["base"], sp["base_name"], sp["paper"])
-                entries += [(f"{sp['label']}, draw {k} of {len(names)} draws (vs {sp['base_name']})", n, r)
+                entries += [(f"{sp['label']}, draw {k} of {len(names)} draws", n, sp["base_name"], r)
                             for k, (n, r) in enumerate(zip(names, reps), 1)]
             else:
                 report = load(out, names[0]) if names else None
                 text = row(sp["label"], report, sp["base"], sp["base_name"], sp["paper"])
                 if ref:
-                    entries.append((f"{sp['label']} (vs {sp['base_name']})", names[0], reps[0]))
+                    entries.append((sp["label"], names[0], sp["base_name"], reps[0]))
             holm = holm_cell(family, names) if ref else ""
             body.append(f"{text} {client_cell(reps) if names else '–'} | {holm} |")
         return body + client_table(f"{title} per client", entries, clients)
