@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import time
 from pathlib import Path
 
@@ -476,3 +477,99 @@ def test_sanitized_report_every_row_with_intervals_and_the_best_tested(tmp_path)
     assert "Lowest dev perplexity: `M1_original`" in text          # the per-word files' lowest (k = 0)
     assert "models have a dev perplexity below `M1_original`" not in text
     assert "No model has a dev perplexity below `M1_original`'s" in text
+
+
+# ------------------------------------------------------------------ fmp report: client-level statistics
+# three evaluation clients: A (6 reference words), B (8), C (5); errors per client of each system
+FMP_REF = {"A_1": "a b c d", "A_2": "e f", "B_1": "g h i", "B_2": "j k l m n", "C_1": "o p q r s"}
+FMP_HYPS = {   # system: hypotheses (errors per client A/B/C)
+    "baseline": {"A_1": "a x c d", "A_2": "e y", "B_1": "g h z", "B_2": "j k l m n", "C_1": "o p q r t"},  # 2/1/1
+    "firstpass": {"A_1": "x x c d", "A_2": "e y", "B_1": "g h z", "B_2": "j k l m n", "C_1": "o p q r t"},  # 3/1/1
+    "fmp-T1": dict(FMP_REF),                                                                          # 0/0/0
+    "fmp-T2": {"A_1": "a b c d", "A_2": "e y", "B_1": "g h z", "B_2": "j k l m x", "C_1": "o p q r t"},   # 1/2/1
+}
+FMP_P = {"firstpass": 0.04, "fmp-T1": 0.01, "fmp-T2": 0.03}   # their (made-up) MAPSSWE p vs the baseline
+
+
+def _fmp_client_out(tmp_path: Path) -> Path:
+    out = _fmp_out(tmp_path, old=False)
+    (out / "data" / "eval").mkdir(parents=True)
+    (out / "data" / "eval.ref").write_text("".join(f"{u} {t}\n" for u, t in FMP_REF.items()))
+    (out / "data" / "eval" / "part-0.tsv").write_text(
+        "utt_id\tclient\trank\tam_score\tlm_score\ttext\n"
+        + "".join(f"{u}\t{u[0]}\t1\t-1.0\t-1.0\t{t}\n" for u, t in FMP_REF.items()))
+    for name, hyps in FMP_HYPS.items():
+        (out / "runs" / name / "hyp.txt").write_text("".join(f"{u} {t}\n" for u, t in hyps.items()))
+        report = json.loads((out / "runs" / name / "wer.json").read_text())
+        if name in FMP_P:
+            report["compare"]["p_value"] = FMP_P[name]
+        (out / "runs" / name / "wer.json").write_text(json.dumps(report))
+    (out / "runtime.tsv").write_text("5\t1795848053\tNNLM_SHARE=0.5 bin/fmp-experiment D O\n")
+    (out / "code.tsv").write_text("1795848053\t" + "e" * 40 + "\tclean\n")
+    return out
+
+
+def test_fmp_report_client_level_tables_by_hand(tmp_path):
+    """Client-level intervals, the per-client table, the exact sign test and Holm's adjustment of
+    the FMP report, against numbers worked by hand (issue 38 at the sampled unit, issue 41)."""
+    out = _fmp_client_out(tmp_path)
+    args = _fmp_args(out, str(AMI))
+    args[args.index("--eval-clients") + 1] = "A B C"
+    assert fmp.main(args) == 0
+    text = (out / "results.md").read_text()
+    head = "\n".join(text.splitlines()[:12])
+    assert "**Not the full defaults**: mode full with `NNLM_SHARE=0.5`." in head
+    assert "Code: commit eeeeeeeeeeee (clean tree)." in text
+    t2 = {r[0]: r for r in section_rows(text, "## Table 2: rounds")}
+    # the columns the table always had come first, unchanged in number; two are added
+    assert len(t2["FMP T=1"]) == 7 and t2["FMP T=1"][4].startswith("31.44")
+    # Holm over the table's 3 MAPSSWE tests (0.04, 0.01, 0.03): 3 x 0.01 = 0.03; 2 x 0.03 = 0.06;
+    # max(0.06, 1 x 0.04) = 0.06
+    assert "MAPSSWE p, Holm (family of 3)" in text
+    assert t2["FMP T=1"][6] == "0.030 *" and t2["FMP T=2"][6] == "0.060" and t2["first-pass 1-best"][6] == "0.060"
+    assert t2["NNLM baseline (unadapted)"][6] == ""
+    # client-level intervals: a resample's WER is a word-weighted mean of the clients' WERs, so it
+    # lies between the lowest (B: 1/8) and the highest (A: 2/6); T=1 removes every error, so each
+    # resample's difference lies between the clients' changes (-100/8 and -200/6)
+    cell = t2["NNLM baseline (unadapted)"][5]
+    point, low, high = re.match(r"([\d.]+) \[([\d.]+), ([\d.]+)\]$", cell).groups()
+    assert float(point) == pytest.approx(100 * 4 / 19, abs=0.006)
+    assert 12.5 - 0.006 <= float(low) <= float(high) <= 100 * 2 / 6 + 0.006 and float(low) < float(point) < float(high)
+    diff = re.search(r"diff ([-+][\d.]+) \[([-+][\d.]+), ([-+][\d.]+)\]", t2["FMP T=1"][5]).groups()
+    assert float(diff[0]) == pytest.approx(-100 * 4 / 19, abs=0.006)
+    assert -100 * 2 / 6 - 0.006 <= float(diff[1]) <= float(diff[2]) <= -12.5 + 0.006
+    # rows without hypotheses in OUT: no client-level cell, and no per-client table for Table 3
+    assert t2["FMP T=1"][5] != "–" and section_rows(text, "## Table 3")[0][5] == "–"
+    assert "### Table 3 per client" not in text
+    # per client: the change in WER points, counts, the exact sign test, Holm over the 3 sign tests
+    pc = {r[0]: r for r in section_rows(text, "### Table 2 per client")}
+    t1 = pc["FMP T=1"]
+    assert t1[5:8] == [f"{-200 / 6:+.2f}", f"{-100 / 8:+.2f}", f"{-100 / 5:+.2f}"]
+    assert t1[2] == "3 / 0 / 0 vs NNLM baseline"
+    assert t1[3] == f"p = {2 * 0.5 ** 3:.3f} vs NNLM baseline"          # 2 P(X <= 0), X ~ Bin(3, 1/2)
+    t2pc = pc["FMP T=2"]
+    assert t2pc[5:8] == [f"{-100 / 6:+.2f}", f"{100 / 8:+.2f}", "+0.00"] and t2pc[2] == "1 / 1 / 1 vs NNLM baseline"
+    assert t2pc[3] == "p = 1.000 vs NNLM baseline"                          # min(1, 2 P(X <= 1)), n = 2
+    fp = pc["first-pass 1-best"]
+    assert fp[2] == "0 / 1 / 2 vs NNLM baseline" and fp[3] == "p = 1.000 vs NNLM baseline"
+    # Holm over (1.0, 0.25, 1.0): 3 x 0.25 = 0.75, then 1.0
+    assert "sign test p, Holm (family of 3)" in text
+    assert t1[4] == "0.750" and t2pc[4] == "1.000" and fp[4] == "1.000"
+    assert t1[1] == t2["FMP T=1"][5].split("diff ")[1] + " vs NNLM baseline"
+    # each client-level report is kept beside the run
+    saved = json.loads((out / "runs" / "fmp-T1" / "wer-client.json").read_text())
+    assert saved["bootstrap"]["unit"] == "client" and saved["bootstrap"]["units"] == 3
+    assert saved["compare"]["units"]["improve"] == 3
+
+
+def test_fmp_report_mode_without_recorded_command(tmp_path):
+    out = _fmp_out(tmp_path, old=False)
+    assert fmp.main(_fmp_args(out, str(AMI))) == 0
+    text = (out / "results.md").read_text()
+    assert "the command was not recorded" in text and "Not the full defaults" not in text
+    assert "client-level: WER % [95% CI]" in text and "### Table 2 per client" not in text
+    (out / "runtime.tsv").write_text("5\t1\tOMP_NUM_THREADS=1 bin/fmp-experiment D O\n")
+    assert fmp.main(_fmp_args(out, str(AMI))) == 0
+    assert "Mode: full (the recipe's full defaults, unchanged)." in (out / "results.md").read_text()
+    assert fmp.main(["--reduced", "1"] + _fmp_args(out, str(AMI))) == 0
+    assert "\nMode: reduced.\n" in (out / "results.md").read_text()

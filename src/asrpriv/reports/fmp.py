@@ -9,6 +9,14 @@ and writes OUT/results.md, OUT/wer_vs_rounds.png and OUT/wer_vs_epsilon.png. WER
 system it is measured against. Confidence intervals are bootstrap percentile intervals over
 utterances (asrpriv.wer.bootstrap); significance is the MAPSSWE test (NIST sc_stats) at 0.05.
 
+Client-level statistics (issue 38): each run is also scored with the evaluation clients as the
+resampled unit (score-wer's library entry with ``--bootstrap-unit client``, the clients taken
+from the evaluation N-best OUT/data/eval/part-0.tsv; runs/NAME/wer-client.json), giving a
+client-level interval beside each utterance-level one and, per table, a per-client table of WER
+changes with the exact sign test. Holm-adjusted p-values are taken within each table's family
+(its rows' MAPSSWE tests; its per-client table's sign tests). A run whose hypotheses are not in
+OUT gets '–' there.
+
 The paper's numbers are paper 000 (Federated Marginal Personalization), AMI column of
 Table 2 (rounds), Table 3 (sigma, alpha/beta) and Table 4 (DP), copied here. They come from a
 different first-pass recognizer, AMI split and LMs: compare directions and relative changes only.
@@ -17,10 +25,12 @@ different first-pass recognizer, AMI split and LMs: compare directions and relat
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import sys
 
-from asrpriv.reports.common import ci as common_ci, data_name, data_paragraph, mean_of_draws, read_json, runtime_paragraph
+from asrpriv.reports.common import (ci as common_ci, data_name, data_paragraph, mean_of_draws, mode_label,
+                                    part_commands, read_json, runtime_paragraph)
 
 # paper 000, Table 2 (AMI Meeting): baseline (T=0) and FMP after T rounds, WER %
 PAPER_T = {0: 32.83, 1: 31.44, 2: 31.34, 5: 31.27, 10: 31.24}
@@ -124,6 +134,158 @@ def draws_of(out: str, T: int, eps: str, n: int) -> list[dict]:
     return [r for r in (load(out, f"fmp-T{T}-dp{eps}-draw{d}") for d in range(1, n + 1)) if r is not None]
 
 
+def draw_names(out: str, T: int, eps: str, n: int) -> list[str]:
+    """The run names of an epsilon's noise draws that were made (the runs :func:`draws_of` reads)."""
+    return [f"fmp-T{T}-dp{eps}-draw{d}" for d in range(1, n + 1) if load(out, f"fmp-T{T}-dp{eps}-draw{d}")]
+
+
+# ------------------------------------------------------------------ client-level statistics (issue 38)
+CLIENT_FILE = "wer-client.json"   # runs/NAME/wer-client.json: NAME scored with clients as the unit
+EVAL_REF = os.path.join("data", "eval.ref")
+EVAL_NBEST = os.path.join("data", "eval", "part-0.tsv")   # the evaluation N-best: its client column
+
+
+def client_level(out: str, name: str, ref_name: str | None, resamples: int, seed: int) -> dict | None:
+    """runs/NAME scored with the evaluation clients (meetings) as the resampled unit, against
+    runs/REF_NAME when given: the report of ``asrpriv score-wer --ref OUT/data/eval.ref --hyp
+    runs/NAME/hyp.txt [--compare runs/REF_NAME/hyp.txt] --bootstrap RESAMPLES --seed SEED
+    --bootstrap-unit client --utt2client OUT/data/eval/part-0.tsv --format json`` (its library
+    entry, :func:`asrpriv.wer.step.score_wer_files`), also written to runs/NAME/wer-client.json.
+
+    Its ``bootstrap`` block resamples clients (a difference's interval pairs both systems on the
+    same resampled clients); its ``compare`` block keeps the MAPSSWE test and adds ``units``: each
+    client's WER under both systems, how many improve/worsen/tie and the exact sign test.
+    None when the run's hypotheses, the evaluation reference or its N-best are not in OUT."""
+    from asrpriv.wer.step import ScoreWerSettings, score_wer_files
+
+    hyp = os.path.join(out, "runs", name, "hyp.txt")
+    ref = os.path.join(out, EVAL_REF)
+    nbest = os.path.join(out, EVAL_NBEST)
+    other = os.path.join(out, "runs", ref_name, "hyp.txt") if ref_name else None
+    if not all(os.path.exists(p) for p in (hyp, ref, nbest) + ((other,) if other else ())):
+        return None
+    path = os.path.join(out, "runs", name, CLIENT_FILE)
+    settings = ScoreWerSettings(ref=ref, hyp=hyp, compare=(other,) if other else (), bootstrap=resamples,
+                                seed=seed, bootstrap_unit="client", utt2client=nbest, out_format="json",
+                                output=path)
+    score_wer_files(settings, warn=lambda message: None)   # its warnings were given when the recipe scored
+    return read_json(path)
+
+
+class Family:
+    """Holm's adjustment (:func:`asrpriv.stats.multiple.holm_adjust`) over the tests of one
+    table: every p-value added under a key, adjusted together once all are in."""
+
+    def __init__(self) -> None:
+        self.p: dict[str, float] = {}
+        self._holm: dict[str, float] | None = None
+
+    def add(self, key: str, p: float | None) -> None:
+        if p is not None:
+            self.p[key] = p
+            self._holm = None
+
+    def holm(self, key: str) -> float | None:
+        if self._holm is None:
+            from asrpriv.stats.multiple import holm_adjust
+
+            keys = list(self.p)
+            self._holm = dict(zip(keys, holm_adjust([self.p[k] for k in keys])))
+        return self._holm.get(key)
+
+    def __len__(self) -> int:
+        return len(self.p)
+
+
+def _mapsswe_p(report: dict | None) -> float | None:
+    comp = (report or {}).get("compare")
+    return comp["p_value"] if comp else None
+
+
+def _sign_p(client: dict | None) -> float | None:
+    units = ((client or {}).get("compare") or {}).get("units")
+    return units["sign_test_p"] if units else None
+
+
+def fmt_p(p: float) -> str:
+    """A p-value: 3 decimals, '< 0.001' below that; '*' when below 0.05."""
+    text = f"{p:.3f}" if p >= 0.001 else "< 0.001"
+    return text + (" *" if p < 0.05 else "")
+
+
+def client_cell(reports: list[dict | None]) -> str:
+    """'24.37 [23.06, 25.65]; diff +0.11 [-0.02, +0.27]': the client-level WER interval and the
+    paired interval of the difference; for several noise draws their mean and the union of their
+    intervals (as :func:`mean_of_draws`); '–' without client-level scores."""
+    made = [r for r in reports if r is not None]
+    if not made or len(made) < len(reports):
+        return "–"
+    s = mean_of_draws(made)
+    text = f"{s['wer']:.2f}"
+    if s["low"] is not None:
+        text += f" [{s['low']:.2f}, {s['high']:.2f}]"
+    if s["diff"] is not None:
+        text += f"; diff {s['diff']:+.2f} [{s['diff_low']:+.2f}, {s['diff_high']:+.2f}]"
+    if len(made) > 1:
+        text += f" (mean of {len(made)} draws; union of their intervals)"
+    return text
+
+
+def holm_cell(family: Family, keys: list[str]) -> str:
+    """The Holm-adjusted MAPSSWE p-value(s) of a row: one value, or the range over its draws."""
+    ps = [family.holm(k) for k in keys]
+    ps = [p for p in ps if p is not None]
+    if not ps:
+        return ""
+    if len(ps) == 1:
+        return fmt_p(ps[0])
+    below = sum(1 for p in ps if p < 0.05)
+    span = f"{min(ps):.3f}" if f"{min(ps):.3f}" == f"{max(ps):.3f}" else f"{min(ps):.3f}–{max(ps):.3f}"
+    return f"{span} ({below} of {len(ps)} draws below 0.05)"
+
+
+def client_rows(entries: list[tuple[str, str, str, dict | None]], family: Family, clients: list[str]) -> list[str]:
+    """The per-client table of a main table: the client-level paired interval of the difference,
+    how many clients improve/worsen/tie, the exact sign test and its Holm-adjusted value over the
+    table's sign tests (each cell naming the reference), then per client the change in WER points
+    (system minus its reference)."""
+    rows = []
+    for label, key, ref_name, client in entries:
+        units = ((client or {}).get("compare") or {}).get("units")
+        boot = (client or {}).get("bootstrap") or {}
+        if not units:
+            rows.append(f"| {label} | – | – | – | – | " + " | ".join("–" for _ in clients) + " |")
+            continue
+        by_name = {r["client"]: r for r in units["rows"]}
+        cells = []
+        for c in clients:
+            r = by_name.get(c)
+            cells.append("–" if r is None or r["wer_a"] is None else f"{r['wer_a'] - r['wer_b']:+.2f}")
+        holm = family.holm(key)
+        diff = (f"{boot['diff']:+.2f} [{boot['diff_low']:+.2f}, {boot['diff_high']:+.2f}]"
+                if boot.get("diff") is not None else "–")
+        rows.append(f"| {label} | {diff} vs {ref_name} | {units['improve']} / {units['worsen']} / {units['tie']} "
+                    f"vs {ref_name} | p = {units['sign_test_p']:.3f} vs {ref_name} | "
+                    f"{fmt_p(holm) if holm is not None else '–'} | " + " | ".join(cells) + " |")
+    return rows
+
+
+def client_table(title: str, entries: list[tuple[str, str, str, dict | None]], clients: list[str]) -> list[str]:
+    """'### TITLE' and its per-client table (nothing when no entry has client-level scores).
+    ENTRIES: (row label, run name, the reference's name in the tables, client-level report)."""
+    if not clients or not any(((c or {}).get("compare") or {}).get("units") for *_x, c in entries):
+        return []
+    family = Family()
+    for _label, key, _ref, client in entries:
+        family.add(key, _sign_p(client))
+    head = ("| system | client-level diff, pts [95% CI] | clients improve / worsen / tie | exact sign test "
+            f"over clients | sign test p, Holm (family of {len(family)}) | " + " | ".join(clients)
+            + " |\n|" + "---|" * (len(clients) + 5))
+    return ["", f"### {title}", "",
+            "Per evaluation client, the change in WER points (system minus its reference; negative: the "
+            "system is better on that client).", "", head] + client_rows(entries, family, clients)
+
+
 def sweep_label(T: int) -> str:
     """The T of Tables 3 and 4: ours, and the paper's when it differs (its columns are T = 10)."""
     return f"T={T}" if T == PAPER_T_SWEEP else f"ours T={T}; paper 000's column T={PAPER_T_SWEEP}"
@@ -157,10 +319,50 @@ def main(argv: list[str] | None = None) -> int:
     b = base["wer"]
     boot = base.get("bootstrap") or {}
     bl = "NNLM baseline"
-    head = ("| system | WER % [95% CI] | change (relative; difference in WER points [95% CI]) | "
-            "MAPSSWE significant at 0.05 | paper 000 (AMI, other recognizer) |\n|---|---|---|---|---|")
+    clients = args.eval_clients.split()
+    scored: dict[tuple[str, str | None], dict | None] = {}
+
+    def cl(name: str, ref: str | None) -> dict | None:
+        """NAME scored at the client level against REF (once per pair)."""
+        if (name, ref) not in scored:
+            made = load(out, name) is not None and boot.get("resamples") is not None
+            scored[(name, ref)] = (client_level(out, name, ref, int(boot["resamples"]), int(boot.get("seed") or 1))
+                                   if made else None)
+        return scored[(name, ref)]
+
+    def table(specs: list[dict], title: str) -> list[str]:
+        """A main table (the columns it always had, then the client-level interval and the
+        Holm-adjusted MAPSSWE p over the table's family) and its per-client table."""
+        family = Family()
+        for sp in specs:
+            for name in sp["names"]:
+                family.add(name, _mapsswe_p(load(out, name)) if sp["ref"] else None)
+        head = ("| system | WER % [95% CI] | change (relative; difference in WER points [95% CI]) | "
+                "MAPSSWE significant at 0.05 | paper 000 (AMI, other recognizer) | "
+                f"client-level: WER % [95% CI]; diff, pts [95% CI] ({len(clients)} clients) | "
+                f"MAPSSWE p, Holm (family of {len(family)}) |\n|---|---|---|---|---|---|---|")
+        body, entries = [head], []
+        for sp in specs:
+            names, ref = sp["names"], sp["ref"]
+            reps = [cl(n, ref) for n in names]
+            if sp.get("dp"):
+                draws = [r for r in (load(out, n) for n in names) if r is not None]
+                text = dp_row(sp["label"], draws, sp["base"], sp["base_name"], sp["paper"])
+                entries += [(f"{sp['label']}, draw {k} of {len(names)} draws", n, sp["base_name"], r)
+                            for k, (n, r) in enumerate(zip(names, reps), 1)]
+            else:
+                report = load(out, names[0]) if names else None
+                text = row(sp["label"], report, sp["base"], sp["base_name"], sp["paper"])
+                if ref:
+                    entries.append((sp["label"], names[0], sp["base_name"], reps[0]))
+            holm = holm_cell(family, names) if ref else ""
+            body.append(f"{text} {client_cell(reps) if names else '–'} | {holm} |")
+        return body + client_table(f"{title} per client", entries, clients)
+
     lines = [
         "# FMP on the dev N-best lists" + (" (reduced demo run)" if args.reduced == "1" else ""),
+        "",
+        mode_line(out, args.reduced == "1"),
         "",
         data_paragraph(args.data),
         "",
@@ -177,25 +379,33 @@ def main(argv: list[str] | None = None) -> int:
         f"utterances together. \"{bl}\" is the unadapted NNLM rescoring (second row). One word error "
         f"is {100.0 / base['ref_words']:.3f} WER points here.",
         "",
+        client_paragraph(len(clients), boot),
+        "",
         PAPER_NOTE,
         "",
         "## Table 2: rounds",
         "",
-        head,
-        row("first-pass 1-best", first, b, bl, "–"),
-        row("NNLM baseline (unadapted)", base, None, bl, paper(PAPER_T[0])),
     ]
-    for t in args.rounds.split():
-        lines.append(row(f"FMP T={t}", load(out, f"fmp-T{t}"), b, bl, paper(PAPER_T.get(int(t)), PAPER_T[0])))
-    lines += ["", f"## Table 3: kernel bandwidth and interpolation weights ({sweep_label(T)})", "", head]
-    for s in args.sigmas.split():
-        lines.append(row(f"alpha=0.5 beta=0.25 sigma={s}", load(out, f"fmp-T{T}-sigma{s}"), b, bl,
-                         paper(PAPER_SIGMA.get(s), PAPER_T[0])))
-    lines.append(row("alpha=0 beta=0.75 sigma=5", load(out, f"fmp-T{T}-a0-b0.75"), b, bl,
-                     paper(PAPER_AB["a0-b0.75"], PAPER_T[0])))
-    lines.append(row("alpha=0.75 beta=0 sigma=5", load(out, f"fmp-T{T}-a0.75-b0"), b, bl,
-                     paper(PAPER_AB["a0.75-b0"], PAPER_T[0])))
-    no_dp = load(out, f"fmp-T{T}-sigma{args.dp_sigma}-b{args.dp_beta}")
+
+    def spec(label, names, ref, base_wer, base_name, paper_cell, dp=False) -> dict:
+        return {"label": label, "names": names, "ref": ref, "base": base_wer, "base_name": base_name,
+                "paper": paper_cell, "dp": dp}
+
+    specs = [spec("first-pass 1-best", ["firstpass"], "baseline", b, bl, "–"),
+             spec("NNLM baseline (unadapted)", ["baseline"], None, None, bl, paper(PAPER_T[0]))]
+    specs += [spec(f"FMP T={t}", [f"fmp-T{t}"], "baseline", b, bl, paper(PAPER_T.get(int(t)), PAPER_T[0]))
+              for t in args.rounds.split()]
+    lines += table(specs, "Table 2")
+    lines += ["", f"## Table 3: kernel bandwidth and interpolation weights ({sweep_label(T)})", ""]
+    specs = [spec(f"alpha=0.5 beta=0.25 sigma={s}", [f"fmp-T{T}-sigma{s}"], "baseline", b, bl,
+                  paper(PAPER_SIGMA.get(s), PAPER_T[0])) for s in args.sigmas.split()]
+    specs += [spec("alpha=0 beta=0.75 sigma=5", [f"fmp-T{T}-a0-b0.75"], "baseline", b, bl,
+                   paper(PAPER_AB["a0-b0.75"], PAPER_T[0])),
+              spec("alpha=0.75 beta=0 sigma=5", [f"fmp-T{T}-a0.75-b0"], "baseline", b, bl,
+                   paper(PAPER_AB["a0.75-b0"], PAPER_T[0]))]
+    lines += table(specs, "Table 3")
+    nodp_name = f"fmp-T{T}-sigma{args.dp_sigma}-b{args.dp_beta}"
+    no_dp = load(out, nodp_name)
     nd = "FMP no DP"
     lines += ["", f"## Table 4: DP-FMP ({sweep_label(T)}, sigma={args.dp_sigma}, alpha=0.5, beta={args.dp_beta}, "
               "utterance-level (epsilon, 0)-DP)", "",
@@ -214,20 +424,23 @@ def main(argv: list[str] | None = None) -> int:
               "by sampling is claimed. Both rows use beta = "
               f"{args.dp_beta}. Each epsilon is run with {args.draws} independent noise draw(s): the "
               f"WER is their mean, with the widest span of their intervals and the draws' range; DP rows are compared with \"{nd}\" (as the "
-              "paper's Table 4 does), which is compared with the NNLM baseline.", "", head]
-    lines.append(row(f"{nd} (sigma={args.dp_sigma}, beta={args.dp_beta})", no_dp, b, bl, paper(PAPER_EPS["none"])))
-    for e in args.epsilons.split():
-        lines.append(dp_row(f"FMP, ({e}, 0)-DP", draws_of(out, T, e, args.draws),
-                            no_dp["wer"] if no_dp else None, nd,
-                            paper(PAPER_EPS.get(e), PAPER_EPS["none"], "paper's no-DP")))
+              "paper's Table 4 does), which is compared with the NNLM baseline. The Holm family of this "
+              "table holds every draw's test.", ""]
+    specs = [spec(f"{nd} (sigma={args.dp_sigma}, beta={args.dp_beta})", [nodp_name] if no_dp else [], "baseline",
+                  b, bl, paper(PAPER_EPS["none"]))]
+    specs += [spec(f"FMP, ({e}, 0)-DP", draw_names(out, T, e, args.draws), nodp_name,
+                   no_dp["wer"] if no_dp else None, nd, paper(PAPER_EPS.get(e), PAPER_EPS["none"], "paper's no-DP"),
+                   dp=True) for e in args.epsilons.split()]
+    lines += table(specs, "Table 4")
     bin_ = load(out, "baseline-indomain")
     if bin_ is not None:
         ib = "in-domain baseline"
         lines += ["", "## In-domain control: background LM trained on all training meetings", "",
-                  f"Weights chosen on the tuning clients for this model: {weights(out, 'baseline-indomain')}.", "",
-                  head,
-                  row("in-domain baseline (in-domain NNLM, unadapted)", bin_, b, bl, "–"),
-                  row(f"FMP T={T} on the in-domain NNLM", load(out, f"indomain-fmp-T{T}"), bin_["wer"], ib, "–")]
+                  f"Weights chosen on the tuning clients for this model: {weights(out, 'baseline-indomain')}.", ""]
+        specs = [spec("in-domain baseline (in-domain NNLM, unadapted)", ["baseline-indomain"], "baseline", b, bl, "–"),
+                 spec(f"FMP T={T} on the in-domain NNLM", [f"indomain-fmp-T{T}"], "baseline-indomain",
+                      bin_["wer"], ib, "–")]
+        lines += table(specs, "In-domain control")
     lines += ["", "## Plots", "",
               "`wer_vs_rounds.png`: WER after T rounds (T = 0 is the NNLM baseline) with 95% intervals, "
               "and the relative change against each side's own baseline beside the paper's Table 2. "
@@ -245,6 +458,36 @@ def main(argv: list[str] | None = None) -> int:
     plot_rounds(out, args)
     plot_epsilon(out, args)
     return 0
+
+
+def mode_line(out: str, reduced: bool) -> str:
+    """The mode sentence (:func:`asrpriv.reports.common.mode_label`) from the recorded commands."""
+    commands = part_commands(out)
+    if reduced:
+        return mode_label("reduced", commands)
+    if not commands:
+        return ("Mode: full, as far as known: the command was not recorded (no OUT/runtime.tsv), so whether "
+                "every knob was at its default is not known.")
+    return mode_label("full", commands)
+
+
+def client_paragraph(n_clients: int, boot: dict) -> str:
+    """What the client-level columns and the per-client tables are, and how far they carry."""
+    return (f"Client-level statistics (issue 38): FMP adapts per client (meeting), so beside the "
+            f"utterance-level numbers every row is also scored with the {n_clients} evaluation clients as the "
+            f"resampled unit (`asrpriv score-wer --bootstrap-unit client --utt2client OUT/{EVAL_NBEST}`, "
+            f"{boot.get('resamples', '?')} resamples, seed {boot.get('seed', '?')}; a difference's interval "
+            "resamples both systems' clients together; each run's report is in runs/NAME/"
+            f"{CLIENT_FILE}). With {n_clients} clients a resample is one of few distinct multisets "
+            f"({math.comb(2 * n_clients - 1, n_clients) if n_clients else 0}) and a percentile bootstrap over "
+            "so few clusters tends to be too narrow: read these intervals as a lower bound on the "
+            "uncertainty. Each per-client table counts the clients whose WER a system lowers (improve), "
+            "raises (worsen) or leaves unchanged (tie) against its reference, with the exact two-sided sign "
+            "test over the clients that changed (ties left out; with "
+            f"{n_clients} clients the smallest possible p is {2.0 / 2 ** n_clients:.3f}, all of them moving "
+            "the same way). Holm-adjusted p-values (Holm 1979) are taken within each table's family: the "
+            "MAPSSWE tests of a table's rows (last column) in one family, the sign tests of its per-client "
+            "table in another; * marks an adjusted p below 0.05.")
 
 
 def _caption(args) -> str:
