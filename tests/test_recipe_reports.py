@@ -1,5 +1,6 @@
 """The recipes' library halves that replaced their inline Python (expected values by hand):
-bin/sanitized-lm-experiment's split by meetings and unk penalty, bin/ngram-fma-experiment's
+bin/sanitized-lm-experiment's split by meetings and unk penalty (now asrpriv.io.meetings and
+asrpriv.nnlm.vocab, reached through the report module's door), bin/ngram-fma-experiment's
 results table, bin/confidence-experiment's scale choice and table (asrpriv.reports)."""
 
 from __future__ import annotations
@@ -10,7 +11,9 @@ import subprocess
 import sys
 
 from _table_helpers import section_rows
-from asrpriv.reports import confidence, ngram_fma, sanitized_lm
+from asrpriv.io.meetings import split_meetings
+from asrpriv.nnlm.vocab import unk_penalty
+from asrpriv.reports import confidence, ngram_fma
 
 
 def _corpus(tmp_path):
@@ -32,7 +35,7 @@ def test_split_meetings_by_hand(tmp_path):
 
     order = sorted(["ES1", "ES2", "IS1", "TS1"])
     random.Random(5).shuffle(order)
-    stats = sanitized_lm.split_meetings(str(tmp_path), str(out), 5, 10.0, [20, 40])
+    stats = split_meetings(str(tmp_path), str(out), 5, 10.0, [20, 40])
     words = {"ES1": 4, "ES2": 2, "IS1": 6, "TS1": 8}
     # held-out: meetings until 10% of 30 words (3); pool: until 40/140 of the rest
     held, acc, i = [], 0, 0
@@ -58,7 +61,7 @@ def test_split_meetings_by_hand(tmp_path):
 def test_unk_penalty_by_hand(tmp_path):
     (tmp_path / "lm.arpa").write_text("\\data\\\nngram 1=4\n\n\\1-grams:\n-1\t<s>\n-1\t</s>\n-1\ta\n-1\tb\n\n\\end\\\n")
     (tmp_path / "n.tsv").write_text("utt_id\trank\ttext\nu\t1\ta x\nu\t2\tb y x\nv\t1\tz\n")
-    assert sanitized_lm.unk_penalty(str(tmp_path / "lm.arpa"), str(tmp_path / "n.tsv")) == math.log(3)
+    assert unk_penalty(str(tmp_path / "lm.arpa"), str(tmp_path / "n.tsv")) == math.log(3)
     proc = subprocess.run([sys.executable, "-m", "asrpriv.reports.sanitized_lm", "unk-penalty",
                            str(tmp_path / "lm.arpa"), str(tmp_path / "n.tsv")],
                           capture_output=True, text=True, check=True)
