@@ -43,7 +43,7 @@ def test_every_exception_is_still_needed():
     assert not stale, f"no longer over {MAX_LINES} lines (or gone): drop from EXCEPTIONS: {stale}"
 
 
-def test_the_measure_counts_what_a_reader_sees(tmp_path):
+def test_the_measure_counts_what_a_reader_sees():
     # an independent count of one known function: lines from its def to its last line
     text = (SRC / "nnlm" / "vocab.py").read_text(encoding="utf-8").splitlines()
     start = next(i for i, line in enumerate(text) if line.startswith("def unk_penalty("))
