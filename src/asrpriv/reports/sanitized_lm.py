@@ -1,14 +1,14 @@
 #!/usr/bin/env python3
 """Tables 2-5 of paper 003 from the outputs of bin/sanitized-lm-experiment (OUT_DIR/results.md),
-and the recipe's door to two library computations it needs before:
+and the recipe's door to one library computation it needs before:
 
     python -m asrpriv.reports.sanitized_lm DATA OUT KEEP SEED BETA PRIOR REDUCED SECONDS NNLM_ARGS NNLM_WORDS ADAPT_ARGS FRACTION...
-    python -m asrpriv.reports.sanitized_lm split DATA SPLIT_DIR SEED HELDOUT_SHARE FRACTION...
     python -m asrpriv.reports.sanitized_lm unk-penalty ARPA NBEST
 
-``split`` calls :func:`asrpriv.io.meetings.split_meetings` (the recipe's split by whole
-meetings), ``unk-penalty`` :func:`asrpriv.nnlm.vocab.unk_penalty` (ln of the N-best's word types
-outside an LM's vocabulary); this module computes neither.
+``unk-penalty`` prints :func:`asrpriv.nnlm.vocab.unk_penalty` (ln of the N-best's word types
+outside an LM's vocabulary); this module does not compute it. The split by whole meetings the
+report reads (OUT/split/split.json) is the step ``select-text --split-dir``
+(:func:`asrpriv.io.meetings.split_meetings`).
 
 Reads OUT/split/split.json, OUT/lm/*.sys and *.json (EM weights), OUT/runtime.tsv (the command
 and run time), OUT/eval/NAME.{ppl,wer}.json (score-wer --bootstrap: the WER and its interval),
@@ -59,13 +59,7 @@ PAPER5 = {"T5_M1+M2": (29.7, 95), "T5_M1+M2+M3": (29.6, 92), "T5_M1+M2+M4": (29.
 
 
 def _helper(argv: list[str]) -> int:
-    """The recipe's ``split`` and ``unk-penalty`` (see the module doc)."""
-    if argv[0] == "split" and len(argv) >= 6:
-        from asrpriv.io.meetings import split_meetings
-
-        data, out, seed, held, *fractions = argv[1:]
-        split_meetings(data, out, int(seed), float(held), [int(f) for f in fractions])
-        return 0
+    """The recipe's ``unk-penalty`` (see the module doc)."""
     if argv[0] == "unk-penalty" and len(argv) == 3:
         from asrpriv.nnlm.vocab import unk_penalty
 
@@ -444,7 +438,7 @@ def header(data: str, out: str, run: dict, inp: dict, m: dict, wl: list[str], in
 def main(argv: list[str] | None = None) -> int:
     if argv is None:
         argv = sys.argv[1:]
-    if argv and argv[0] in ("split", "unk-penalty"):
+    if argv and argv[0] == "unk-penalty":
         return _helper(argv)
     data, out, keep, seed, beta, prior, reduced, secs, nnlm_args, nnlm_words, adapt_args, *fr = argv
     fracs = [int(f) for f in fr]
