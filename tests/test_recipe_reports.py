@@ -1,5 +1,6 @@
 """The recipes' library halves that replaced their inline Python (expected values by hand):
-bin/sanitized-lm-experiment's split by meetings and unk penalty, bin/ngram-fma-experiment's
+bin/sanitized-lm-experiment's split by meetings and unk penalty (now asrpriv.io.meetings and
+asrpriv.nnlm.vocab, reached through the report module's door), bin/ngram-fma-experiment's
 results table, bin/confidence-experiment's scale choice and table (asrpriv.reports)."""
 
 from __future__ import annotations
@@ -10,7 +11,10 @@ import subprocess
 import sys
 
 from _table_helpers import section_rows
-from asrpriv.reports import confidence, ngram_fma, sanitized_lm
+from conftest import run_cli
+from asrpriv.io.meetings import split_meetings
+from asrpriv.nnlm.vocab import unk_penalty
+from asrpriv.reports import confidence, ngram_fma
 
 
 def _corpus(tmp_path):
@@ -32,7 +36,8 @@ def test_split_meetings_by_hand(tmp_path):
 
     order = sorted(["ES1", "ES2", "IS1", "TS1"])
     random.Random(5).shuffle(order)
-    stats = sanitized_lm.split_meetings(str(tmp_path), str(out), 5, 10.0, [20, 40])
+    stats = split_meetings(str(tmp_path / "train_text"), str(tmp_path / "ne" / "train_ne.tsv"), str(out),
+                           5, 10.0, [20, 40])
     words = {"ES1": 4, "ES2": 2, "IS1": 6, "TS1": 8}
     # held-out: meetings until 10% of 30 words (3); pool: until 40/140 of the rest
     held, acc, i = [], 0, 0
@@ -53,12 +58,39 @@ def test_split_meetings_by_hand(tmp_path):
     for f in (20, 40):   # nested prefixes of the pool
         assert stats["meetings"][f"adapt{f}"] == sorted(pool[:len(stats["meetings"][f"adapt{f}"])])
         assert stats[f"adapt{f}"] == sum(words[m] for m in stats["meetings"][f"adapt{f}"])
+    # the recipe's face: select-text --split-dir writes the same files, byte for byte
+    cli = tmp_path / "cli"
+    cli.mkdir()
+    res = run_cli(["select-text", "-q", "--split-dir", str(cli), "--spans", str(tmp_path / "ne" / "train_ne.tsv"),
+                   "--heldout-share", "10", "--adapt-shares", "20 40", "--seed", "5", str(tmp_path / "train_text")])
+    assert res.exit_code == 0, res.stderr
+    assert sorted(p.name for p in cli.iterdir()) == sorted(p.name for p in out.iterdir())
+    for p in out.iterdir():
+        assert (cli / p.name).read_bytes() == p.read_bytes(), p.name
+
+
+def test_split_dir_refuses_what_it_cannot_honour(tmp_path):
+    _corpus(tmp_path)
+    text, spans = str(tmp_path / "train_text"), str(tmp_path / "ne" / "train_ne.tsv")
+    base = ["select-text", "--split-dir", str(tmp_path), "--spans", spans, "--heldout-share", "10",
+            "--adapt-shares", "20", "--seed", "5"]
+    for extra, said in ((["--every", "2"], "--every"), (["-o", str(tmp_path / "x")], "--output"),
+                        (["--adapt-shares", "x"], "whole percents")):
+        res = run_cli(base + extra + [text])
+        assert res.exit_code == 2 and said in res.stderr, (extra, res.stderr)
+    res = run_cli(["select-text", "--split-dir", str(tmp_path), "--spans", spans, text])
+    assert res.exit_code == 2 and "needs --heldout-share, --adapt-shares, --seed" in res.stderr, res.stderr
+    res = run_cli(["select-text", "--seed", "5", text])
+    assert res.exit_code == 2 and "--seed apply to --split-dir" in res.stderr, res.stderr
+    # a share the scenario meetings cannot fill: one line, not a traceback
+    res = run_cli(base[:-6] + ["--heldout-share", "90", "--adapt-shares", "20", "--seed", "5", text])
+    assert res.exit_code == 2 and "run out" in res.stderr and "Traceback" not in res.stderr, res.stderr
 
 
 def test_unk_penalty_by_hand(tmp_path):
     (tmp_path / "lm.arpa").write_text("\\data\\\nngram 1=4\n\n\\1-grams:\n-1\t<s>\n-1\t</s>\n-1\ta\n-1\tb\n\n\\end\\\n")
     (tmp_path / "n.tsv").write_text("utt_id\trank\ttext\nu\t1\ta x\nu\t2\tb y x\nv\t1\tz\n")
-    assert sanitized_lm.unk_penalty(str(tmp_path / "lm.arpa"), str(tmp_path / "n.tsv")) == math.log(3)
+    assert unk_penalty(str(tmp_path / "lm.arpa"), str(tmp_path / "n.tsv")) == math.log(3)
     proc = subprocess.run([sys.executable, "-m", "asrpriv.reports.sanitized_lm", "unk-penalty",
                            str(tmp_path / "lm.arpa"), str(tmp_path / "n.tsv")],
                           capture_output=True, text=True, check=True)

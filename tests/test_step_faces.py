@@ -340,6 +340,25 @@ def case_select_text(d, a, c):
         api.select_text(api.SelectTextSettings(input=text, output=f"{a}{i}", **settings))
         _cli("select-text", "-q", *args, text, "-o", f"{c}{i}")
         _same(Path(f"{a}{i}"), Path(f"{c}{i}"))
+    # the split by whole meetings (--split-dir): the same folder of files through both faces
+    # (every 40th line of the AMI training text: scenario meetings among the others)
+    text = str(d / "split_text")
+    lines = (AMI / "train_text").read_text(encoding="utf-8").splitlines()[::40]
+    Path(text).write_text("\n".join(lines) + "\n", encoding="utf-8")
+    spans = d / "split_ne.tsv"
+    spans.write_text("utt_id\tstart\tend\tclass\n" + "".join(
+        f"{line.split()[0]}\t0\t1\tPER\n" for line in lines[::7] if line.strip()))
+    for face in (a, c):
+        Path(f"{face}split").mkdir()
+    r = api.select_text(api.SelectTextSettings(input=text, split_dir=f"{a}split", spans=str(spans),
+                                               heldout_share=5, adapt_shares="10 20", seed=3))
+    assert r.written == sum(1 for line in lines if line.strip())
+    _cli("select-text", "-q", "--split-dir", f"{c}split", "--spans", str(spans), "--heldout-share", "5",
+         "--adapt-shares", "10 20", "--seed", "3", text)
+    names = sorted(p.name for p in Path(f"{a}split").iterdir())
+    assert names == sorted(p.name for p in Path(f"{c}split").iterdir()) and "adapt20_ne.tsv" in names
+    for name in names:
+        _same(Path(f"{a}split") / name, Path(f"{c}split") / name)
 
 
 def case_pick_best(d, a, c):

@@ -1,4 +1,5 @@
-"""``asrpriv select-text``: lines, a sample, the word count or the vocabulary of (Kaldi) text."""
+"""``asrpriv select-text``: lines, a sample, the word count or the vocabulary of (Kaldi) text, or
+its split by whole meetings."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ import click
 
 from asrpriv.commands.options import WholeNumber
 
-from asrpriv.commands.options import common_options, output_option
+from asrpriv.commands.options import FiniteFloat, common_options, output_option, seed_option
 
 
 @click.command("select-text")
@@ -45,10 +46,24 @@ from asrpriv.commands.options import common_options, output_option
 @click.option("--classes", "membership", metavar="FILE", default=None,
               help="Replace every member word by its class token (<CLASS>) of this membership "
                    "file (train-ngram --classes).")
+@click.option("--split-dir", metavar="DIR", default=None,
+              help="Instead of selecting: split the text by whole meetings (ids MEETING_N) into "
+                   "DIR, an existing folder: train, heldout and adaptF (.txt and _ne.tsv) and "
+                   "split.json (paper 003's sets; needs --spans, --heldout-share, "
+                   "--adapt-shares, --seed).")
+@click.option("--spans", metavar="NE.tsv", default=None,
+              help="With --split-dir: the span TSV whose rows follow their lines.")
+@click.option("--heldout-share", type=FiniteFloat(), default=None, metavar="P",
+              help="With --split-dir: hold out P% of all words (scenario meetings ES/IS/TS).")
+@click.option("--adapt-shares", metavar="'F ...'", default=None,
+              help="With --split-dir: nested adaptation sets of F% of T's words each "
+                   "(scenario meetings, disjoint from T), e.g. '12 15 20'.")
+@seed_option("With --split-dir: the seed of the meetings' shuffle (a repeatable split).")
 @output_option
 @common_options
 def select_text(input_path, out_format, words, ids, id_regex, exclude_id_regex, max_words_per_line, every, drop_every,
-                max_words, words_of, spread, count_words, vocab, membership, output):
+                max_words, words_of, spread, count_words, vocab, membership, split_dir, spans, heldout_share,
+                adapt_shares, seed, output):
     """Select lines of text (default: Kaldi text, 'utt_id word ...'), in file order.
 
     TEXT may be a file, '-', a Kaldi table (ark,t:-, 'ark:gunzip -c text.gz |', scp:FILE)
@@ -56,6 +71,7 @@ def select_text(input_path, out_format, words, ids, id_regex, exclude_id_regex, 
 
     Filters apply in the order of the options below; the output is the selected lines, or
     their word count (--count-words), vocabulary (--vocab) or class-mapped text (--classes).
+    With --split-dir the text is split by whole meetings into a folder instead (no filters).
 
     \b
     Examples:
@@ -63,6 +79,8 @@ def select_text(input_path, out_format, words, ids, id_regex, exclude_id_regex, 
       asrpriv select-text --drop-every 20 all.txt | asrpriv select-text --max-words 240000 -
       asrpriv select-text --count-words train.txt
       asrpriv select-text --max-words-per-line 4 eval.ref -o short.ref
+      asrpriv select-text --split-dir split --spans ne/train_ne.tsv --heldout-share 5 \\
+        --adapt-shares '12 15 20' --seed 17 train_text
     """
     from asrpriv.io.select import SelectTextSettings, select_text as run
 
@@ -72,4 +90,5 @@ def select_text(input_path, out_format, words, ids, id_regex, exclude_id_regex, 
                            drop_every=drop_every, max_words=max_words, words_of=words_of,
                            spread=spread, count_words=count_words, vocab=vocab,
                            classes=membership, output=output, out_format=out_format,
-                           words=words))
+                           words=words, split_dir=split_dir, spans=spans,
+                           heldout_share=heldout_share, adapt_shares=adapt_shares, seed=seed))

@@ -16,7 +16,7 @@ import math
 import re
 from collections.abc import Iterable as _Iterable
 from dataclasses import dataclass
-from typing import IO, Iterable, Iterator
+from typing import IO, Iterable, Iterator, Sequence
 
 from asrpriv.errors import AsrprivError, InputError, arg
 from asrpriv.io.lines import iter_lines
@@ -392,6 +392,46 @@ class SelectTextSettings:
     #: of an input Kaldi table
     out_format: str = "text"
     words: str | None = None
+    #: the split by whole meetings (:func:`asrpriv.io.meetings.split_meetings`, paper 003's
+    #: sets): with ``split_dir``, the input is split into that folder (train, heldout and
+    #: adapt<F> as ``.txt`` and ``_ne.tsv``, and ``split.json``) instead of selected: the rows
+    #: of the span TSV ``spans`` follow their lines; ``heldout_share`` % of all words are held
+    #: out, ``adapt_shares`` (percents of T, e.g. "12 15 20") give the nested adaptation sets;
+    #: ``seed`` shuffles the meetings
+    split_dir: str | None = None
+    spans: str | None = None
+    heldout_share: float | None = None
+    adapt_shares: str | Sequence[int] | None = None
+    seed: int | None = None
+
+
+def _split_text(s: SelectTextSettings) -> SelectResult:
+    """``select-text --split-dir``: :func:`asrpriv.io.meetings.split_meetings`; ``written``: the
+    lines of the input's meetings (every non-blank line), ``output``: the folder."""
+    from asrpriv.io.meetings import split_counted
+
+    others = [arg(name) for name, on in (
+        ("id_regex", s.id_regex), ("exclude_id_regex", s.exclude_id_regex),
+        ("max_words_per_line", s.max_words_per_line is not None), ("every", s.every),
+        ("drop_every", s.drop_every), ("max_words", s.max_words), ("count_words", s.count_words),
+        ("vocab", s.vocab), ("classes", s.classes), ("words", s.words),
+        ("output", s.output not in (None, "-")), ("out_format", s.out_format != "text"),
+        ("ids", not s.ids)) if on]
+    if others:
+        raise AsrprivError(f"{arg('split_dir')} writes its own files and takes no other selection: "
+                           f"drop {', '.join(others)}")
+    missing = [arg(name) for name, v in (("spans", s.spans), ("heldout_share", s.heldout_share),
+                                         ("adapt_shares", s.adapt_shares), ("seed", s.seed)) if v is None]
+    if missing:
+        raise AsrprivError(f"{arg('split_dir')} needs {', '.join(missing)}")
+    shares = s.adapt_shares.split() if isinstance(s.adapt_shares, str) else list(s.adapt_shares)
+    try:
+        fractions = [int(f) for f in shares]
+    except ValueError:
+        raise AsrprivError(f"{arg('adapt_shares')}: whole percents, e.g. \"12 15 20\"; got "
+                           f"{s.adapt_shares!r}") from None
+    _stats, lines = split_counted(s.input, s.spans, s.split_dir, s.seed, s.heldout_share, fractions)
+    return SelectResult(s.split_dir, lines)
 
 
 def select_text(s: SelectTextSettings) -> SelectResult:
@@ -400,6 +440,12 @@ def select_text(s: SelectTextSettings) -> SelectResult:
     selected."""
     from asrpriv.io.output import open_output
 
+    if s.split_dir is not None:
+        return _split_text(s)
+    split_only = [arg(name) for name in ("spans", "heldout_share", "adapt_shares", "seed")
+                  if getattr(s, name) is not None]
+    if split_only:
+        raise AsrprivError(f"{', '.join(split_only)} apply to {arg('split_dir')}")
     if sum(map(bool, (s.count_words, s.vocab, s.classes))) > 1:
         raise AsrprivError(f"give one of {arg('count_words')}, {arg('vocab')}, {arg('classes')}")
     if (s.words_of or s.spread) and not s.max_words:

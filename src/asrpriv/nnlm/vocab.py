@@ -7,6 +7,7 @@ never predicted; ``</s>`` is predicted and scored, as in ARPA/kenlm perplexities
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from typing import Iterable, Sequence
 
@@ -148,3 +149,15 @@ def read_word_list(path: str, numbered_lines=None) -> Vocabulary:
     if not kept:
         raise InputError(path, None, "no words: expected one word a line or an ARPA file")
     return Vocabulary(list(SPECIALS) + kept)
+
+
+def unk_penalty(arpa: str, nbest: str) -> float:
+    """ln K, K = the word types of the N-best TSV's hypotheses outside the vocabulary of
+    ``arpa`` (its 1-grams, as ``finetune-lm --vocab`` reads them), at least 1: the
+    ``rescore-nbest --unk-penalty`` that spreads the NNLM's ``<unk>`` mass evenly over them."""
+    from asrpriv.io.nbest import NbestReader
+
+    vocab = set(read_word_list(arpa).words)
+    unknown = {w for utt in NbestReader(nbest) for h in utt.hyps for w in h.words
+               if w not in vocab}
+    return math.log(max(1, len(unknown)))

@@ -17,6 +17,7 @@ recognizer, data, NNLM and scale.
 from __future__ import annotations
 
 import argparse
+import functools
 import glob
 import os
 import statistics
@@ -100,7 +101,7 @@ def dp_interval(reports: list[dict]) -> str:
     return f"t [{t[0]:.2f}, {t[1]:.2f}]{same}; bootstrap {env}"
 
 
-def main(argv: list[str] | None = None) -> int:
+def _args(argv: list[str] | None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(prog="fl-report")
     ap.add_argument("--data", default=None, help="DATA_DIR of the run (named from its SOURCE.txt)")
     for opt in ("mode", "rate", "rounds", "clients", "server-lr", "clip", "dp-z", "dp-modes", "draws", "fl-modes",
@@ -109,14 +110,21 @@ def main(argv: list[str] | None = None) -> int:
         ap.add_argument("--" + opt, default="")
     ap.add_argument("out")
     a = ap.parse_args(argv)
-    out = a.out
+    return a
+
+
+def _read_runs(out: str) -> tuple[dict, dict, dict, dict]:
+    """Every row's score files: runs (name -> its wer.json), WER, perplexity and short-utterance reports."""
     runs = {os.path.basename(os.path.dirname(p)): p for p in glob.glob(os.path.join(out, "runs", "*", "wer.json"))}
     wer = {n: load(p) for n, p in runs.items()}
     ppl = {n: load(os.path.join(out, "runs", n, "ppl.json")) for n in runs}
     short = {n: r for n in runs if (r := load(os.path.join(out, "runs", n, "wer-short.json")))}
-    base = wer.get("pretrained")
-    base_wer = base["wer"] if base else None
-    L: list[str] = []
+    return runs, wer, ppl, short
+
+
+def _intro(L: list[str], a: argparse.Namespace, out: str, base: dict | None) -> None:
+    """The title and the paragraphs above the tables: data, run time, setting, privacy,
+    evaluation, the adaptation confidences."""
     L.append("# Federated NNLM fine-tuning with confidences (paper 001)\n")
     L.append(data_paragraph(a.data) + "\n")
     command = a.command or f"bin/fl-finetune-experiment{'' if a.mode in ('', 'full') else ' --' + a.mode} DATA_DIR OUT_DIR"
@@ -147,30 +155,42 @@ def main(argv: list[str] | None = None) -> int:
                  + ", ".join(f"{k} = {v:.3f}" if isinstance(v, float) else f"{k} = {v}"
                              for k, v in _flat_metrics(conf).items()) + "\n")
 
-    def table(title: str, names: list[str], paper: dict, scores: dict, with_ppl: bool = True,
-              paper_base: float = PAPER_T2["pretrained"][1], intro: str = "") -> None:
-        L.append(f"## {title}\n")
-        if intro:
-            L.append(intro + "\n")
-        sbase = (scores.get("pretrained") or {}).get("wer")
-        head = "| Model |" + (" PPL |" if with_ppl else "") + " WER | 95% CI | rel. vs pre-trained | MAPSSWE vs pre-trained |"
-        L.append(head + " paper PPL | paper WER (rel. vs its pre-trained) |")
-        L.append("|" + "---|" * (head.count("|") + 1))
-        for n in names:
-            r = scores.get(n)
-            pp, pw = paper_cell(paper.get(n), paper_base)
-            if r is None:
-                L.append(f"| {LABELS.get(n, n)} |" + (" – |" if with_ppl else "") + f" not run | | | | {pp} | {pw} |")
-                continue
-            p = ppl.get(n)
-            relc = rel(r["wer"], sbase) if sbase and n != "pretrained" else "–"
-            cells = [LABELS.get(n, n)]
-            if with_ppl:
-                cells.append(f"{p['ppl']:.1f}" if p else "–")
-            cells += [f"{r['wer']:.2f}", ci(r), relc, sig(r) if n != "pretrained" else "–", pp, pw]
-            L.append("| " + " | ".join(cells) + " |")
-        L.append("")
 
+def _table(L: list[str], ppl: dict, title: str, names: list[str], paper: dict, scores: dict,
+           with_ppl: bool = True, paper_base: float = PAPER_T2["pretrained"][1], intro: str = "") -> None:
+    """One results table of ``names`` (rows "not run" where ``scores`` lacks them)."""
+    L.append(f"## {title}\n")
+    if intro:
+        L.append(intro + "\n")
+    sbase = (scores.get("pretrained") or {}).get("wer")
+    head = "| Model |" + (" PPL |" if with_ppl else "") + " WER | 95% CI | rel. vs pre-trained | MAPSSWE vs pre-trained |"
+    L.append(head + " paper PPL | paper WER (rel. vs its pre-trained) |")
+    L.append("|" + "---|" * (head.count("|") + 1))
+    for n in names:
+        r = scores.get(n)
+        pp, pw = paper_cell(paper.get(n), paper_base)
+        if r is None:
+            L.append(f"| {LABELS.get(n, n)} |" + (" – |" if with_ppl else "") + f" not run | | | | {pp} | {pw} |")
+            continue
+        p = ppl.get(n)
+        relc = rel(r["wer"], sbase) if sbase and n != "pretrained" else "–"
+        cells = [LABELS.get(n, n)]
+        if with_ppl:
+            cells.append(f"{p['ppl']:.1f}" if p else "–")
+        cells += [f"{r['wer']:.2f}", ci(r), relc, sig(r) if n != "pretrained" else "–", pp, pw]
+        L.append("| " + " | ".join(cells) + " |")
+    L.append("")
+
+
+def main(argv: list[str] | None = None) -> int:
+    a = _args(argv)
+    out = a.out
+    runs, wer, ppl, short = _read_runs(out)
+    base = wer.get("pretrained")
+    base_wer = base["wer"] if base else None
+    L: list[str] = []
+    _intro(L, a, out, base)
+    table = functools.partial(_table, L, ppl)
     t2 = ["nonnlm", "pretrained", "server-all"] + [f"fl-{m}" for m in a.fl_modes.split()]
     t4 = (["scratch-server-none"] if a.scratch_modes.split() else []) + [f"scratch-fl-{m}" for m in a.scratch_modes.split()]
     oracle = [n for n in ("oracle-server-all", "oracle-fl-none") if n in wer]

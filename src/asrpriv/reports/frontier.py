@@ -21,7 +21,8 @@ Methods and SETTING directories:
 A DP row's WER is the mean over its noise draws; its interval is the union of the draws' 95%
 bootstrap intervals (lowest lower bound, highest upper bound), so it covers both the noise and the
 sampling of utterances. The `clients` and `expected-clients` helpers give the recipe its client
-lists and q N without awk.
+lists (read by asrpriv.io.select.clients_of, the N-best reader of asrpriv.io.nbest: the same
+lists as `select-nbest --list-clients --every K [--others]`) and q N without awk.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ import os
 import statistics
 import sys
 
+from asrpriv.errors import AsrprivError
 from asrpriv.reports.common import data_name, data_paragraph, diff_ci, fmt_eps, read_json, runtime_paragraph, with_interval
 
 COLUMNS = ["method", "unit", "epsilon", "delta", "wer", "wer_lo", "wer_hi", "draws"]
@@ -240,24 +242,6 @@ def report(out: str, data: str | None, seconds: int, settings: str, command: str
     return 0
 
 
-def clients(nbest: str) -> list[str]:
-    """The sorted distinct values of an N-best TSV's 'client' column (found by name).
-
-    Raises ValueError('FILE:LINE: what') on a file without that column or a short row."""
-    with open(nbest, encoding="utf-8") as f:
-        header = f.readline().rstrip("\n").split("\t")
-        if "client" not in header:
-            raise ValueError(f"{nbest}:1: no 'client' column")
-        col = header.index("client")
-        found = set()
-        for n, line in enumerate(f, start=2):
-            cells = line.rstrip("\n").split("\t")
-            if len(cells) <= col:
-                raise ValueError(f"{nbest}:{n}: expected {len(header)} columns, got {len(cells)}")
-            found.add(cells[col])
-    return sorted(found)
-
-
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m asrpriv.reports.frontier")
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -280,18 +264,20 @@ def main(argv: list[str] | None = None) -> int:
         if a.cmd == "report":
             return report(a.out, a.data, a.seconds, a.settings, a.command, a.delta)
         if a.cmd == "clients":
-            names = clients(a.nbest)
+            from asrpriv.io.select import clients_of, every_kth
+
+            names = clients_of(a.nbest)         # the one N-best reader (asrpriv.io.nbest)
             if a.pick != "all":
                 if a.every < 1:
                     raise ValueError("--pick needs --every K >= 1")
-                names = [n for i, n in enumerate(names) if (i % a.every == 0) == (a.pick == "tune")]
+                names = every_kth(names, a.every, others=a.pick == "eval")
             print("\n".join(names))
             return 0
         with open(a.clients, encoding="utf-8") as f:
             n = sum(1 for line in f if line.strip())
         print(f"{a.rate * n:.6g}")
         return 0
-    except (ValueError, OSError) as err:
+    except (ValueError, OSError, AsrprivError) as err:
         print(f"frontier-report: {err}", file=sys.stderr)
         return 2
 

@@ -301,10 +301,21 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def render(a, family: Family) -> tuple[str, list]:
-    """results.md's text and the plot's points (see :func:`main`)."""
+    """results.md's text and the plot's points (see :func:`main`): the sections in order."""
     out = a.out
     epochs = [int(e) for e in a.epochs.split()]
     layers = [p.split("=", 1)[0] for p in a.layers.split()]
+    L = _intro(a, out, epochs, layers, family)
+    _tables_48_49(L, out, epochs, layers, family)
+    _tables_411_412(L, out, epochs, layers, family)
+    _tables_414_415(L, out, epochs, layers, family)
+    points = _noise_section(L, a, out, layers, family)
+    _scale_section(L, out, epochs)
+    return "\n".join(L), points
+
+
+def _intro(a, out: str, epochs: list[int], layers: list[str], family: Family) -> list[str]:
+    """The title, data, mode and run time, what differs from 004, the items and the tests."""
     any_report = next((load(out, f"e{e}-{l}", "constrained") for e in epochs for l in layers
                        if load(out, f"e{e}-{l}", "constrained")), None)
     L = ["# Leakage audit of shared model updates (paper 004 §4.3-4.6)\n"]
@@ -328,7 +339,10 @@ def render(a, family: Family) -> tuple[str, list]:
     every = [r for r in (load(out, name, method) for name in names(out) for method in METHOD) if r]
     if every:
         L.append(tests_paragraph(every, family))
+    return L
 
+
+def _tables_48_49(L: list[str], out: str, epochs: list[int], layers: list[str], family: Family) -> None:
     L.append("## Tables 4.8 / 4.9: fixed-size clustering (size 4), first layer (embedding)\n")
     L.append("| Method | epoch | speaker: pure (p) | purity (p; null) | entropy | main meeting: pure (p) | purity (p; null) | entropy "
              "| 004 case 1 (pure, purity, entropy) | 004 case 2 |")
@@ -344,6 +358,8 @@ def render(a, family: Family) -> tuple[str, list]:
     L.append("\n004 had 2,745 items (~686 clusters of 4); our counts of pure clusters are out of our own number of "
              "clusters.\n")
 
+
+def _tables_411_412(L: list[str], out: str, epochs: list[int], layers: list[str], family: Family) -> None:
     L.append("## Tables 4.11 / 4.12: per layer (Method 2) and the speaker rank test\n")
     L.append("| Layer | epoch | clusters | pure (speaker; p) | % pure | mean speaker rank [95% CI], p "
              "| gender probe (speaker-grouped CV) [95% CI] |")
@@ -361,6 +377,9 @@ def render(a, family: Family) -> tuple[str, list]:
              "; ".join(f"layer {k}: {v[0]} / {v[1]}" for k, v in P412.items()) +
              ". 004 Table 4.11 (% pure, Method 2, layers 1-4): 62.5-67.3%.\n")
 
+
+def _tables_414_415(L: list[str], out: str, epochs: list[int], layers: list[str], family: Family) -> None:
+    first = layers[0]
     L.append("## Tables 4.14 / 4.15: gender grouping (k = 2)\n")
     L.append("| Layer | epoch | k-means purity (p; null) | entropy | Ward purity (p; null) | entropy | 004 layer 0 k-means "
              "| 004 layer 0 agglomerative |")
@@ -376,6 +395,9 @@ def render(a, family: Family) -> tuple[str, list]:
     L.append(f"\nGender purity's floor is the majority share of the items ({gender_floor(out)}; the *null* is the "
              "chance level of clusters of these sizes, a little above it); 004's was 0.72.\n")
 
+
+def _noise_section(L: list[str], a, out: str, layers: list[str], family: Family) -> list:
+    """The new table: leakage against DP noise; returns the plot's points."""
     L.append("## New: leakage against DP noise (no paper has this table)\n")
     draws = max(1, a.draws)
     L.append(f"Deltas after epoch {a.audit_epoch}, all parameters: each clipped to L2 norm C = {a.clip} and given "
@@ -425,8 +447,7 @@ def render(a, family: Family) -> tuple[str, list]:
              "out a speaker's items tilts the training set towards the other gender, so a probe that learned nothing "
              "predicts the held-out gender wrongly (read such rows as chance; the folds are stratified by gender as far "
              "as whole speakers allow, which shrinks the tilt but cannot remove it).\n")
-    _scale_section(L, out, epochs)
-    return "\n".join(L), points
+    return points
 
 
 #: paper 004's number of items (its §4.3: 4 sub-talks of ~700 TED talks)

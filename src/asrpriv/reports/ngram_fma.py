@@ -105,51 +105,54 @@ def _dp_wer(draws: list[dict]) -> str:
     return cell + f" (mean of {s['n']} draws: " + ", ".join(f"{w:.2f}" for w in s["wers"]) + ")"
 
 
-def results_md(run: Run, a: argparse.Namespace) -> str:
-    """The text of OUT/results.md."""
-    out = run.out
-    betas, variants = a.betas.split(), a.variants.split()
-    sources = build_sources(a.sources.split())
-    draws = max(1, int(a.draws))
-    src_label = {k: v.format(eps=a.epsilon) for k, v in SOURCE_LABEL.items()}
-    with open(os.path.join(out, "runs", "weights.txt"), encoding="utf-8") as f:
-        weights = dict(line[1:].strip().split("=", 1) for line in f if line.startswith("#") and "=" in line)
-    mix = _load(os.path.join(out, "lm", "mixture.json"))
-    base = run.report(BASELINE)
-    if base is None:
-        raise FileNotFoundError(f"{out}/runs/{BASELINE}/wer.json: the baseline is not scored")
-    boot = base.get("bootstrap") or {}
-    a_label = f"FMA on (a) {src_label['a']} without noise, same variant and beta"
+class _Grid:
+    """The FMA systems of the run's grid (sources x variants x betas; DP draws for source c), the
+    cells of their rows read from their score files, and ``chosen``: per source, the (variant,
+    beta, mean tuning WER, on the grid's edge) of lowest tuning WER."""
 
-    def names(src: str, variant: str, beta: str) -> list[str]:
+    def __init__(self, run: Run, a: argparse.Namespace) -> None:
+        self.run = run
+        self.betas, self.variants = a.betas.split(), a.variants.split()
+        self.sources = build_sources(a.sources.split())
+        self.draws = max(1, int(a.draws))
+        self.src_label = {k: v.format(eps=a.epsilon) for k, v in SOURCE_LABEL.items()}
+        self.a_label = f"FMA on (a) {self.src_label['a']} without noise, same variant and beta"
+        self.chosen = self._choose()
+
+    def names(self, src: str, variant: str, beta: str) -> list[str]:
         if src == "c":
-            return [fma_name(src, variant, beta, d) for d in range(1, draws + 1)]
+            return [fma_name(src, variant, beta, d) for d in range(1, self.draws + 1)]
         return [fma_name(src, variant, beta)]
 
-    def tune_wers(src: str, variant: str, beta: str) -> list[float] | None:
-        reports = [run.report(n, "tune-wer") for n in names(src, variant, beta)]
+    def tune_wers(self, src: str, variant: str, beta: str) -> list[float] | None:
+        reports = [self.run.report(n, "tune-wer") for n in self.names(src, variant, beta)]
         return None if any(r is None for r in reports) else [r["wer"] for r in reports]
 
-    # the choice on the tuning clients, per source
-    chosen: dict[str, tuple[str, str, float, bool]] = {}
-    for src in sources:
-        cands = [(f"{v}/{b}", w) for v in variants for b in betas if (w := tune_wers(src, v, b))]
-        if cands:
-            label, mean, _edge = choose(cands)
-            v, b = label.split("/")
-            chosen[src] = (v, b, mean, len(betas) > 1 and b in (betas[0], betas[-1]))
+    def _choose(self) -> dict[str, tuple[str, str, float, bool]]:
+        """The choice on the tuning clients, per source."""
+        betas, variants, tune_wers = self.betas, self.variants, self.tune_wers
+        chosen: dict[str, tuple[str, str, float, bool]] = {}
+        for src in self.sources:
+            cands = [(f"{v}/{b}", w) for v in variants for b in betas if (w := tune_wers(src, v, b))]
+            if cands:
+                label, mean, _edge = choose(cands)
+                v, b = label.split("/")
+                chosen[src] = (v, b, mean, len(betas) > 1 and b in (betas[0], betas[-1]))
+        return chosen
 
-    def tune_cell(src: str | None, name: str | None, variant: str = "", beta: str = "") -> str:
+    def tune_cell(self, src: str | None, name: str | None, variant: str = "", beta: str = "") -> str:
+        run, chosen = self.run, self.chosen
         if src is None:
             r = run.report(name, "tune-wer") if name else None
             return f"{r['wer']:.2f}" if r else "–"
-        w = tune_wers(src, variant, beta)
+        w = self.tune_wers(src, variant, beta)
         if w is None:
             return "–"
         cell = f"{sum(w) / len(w):.2f}" + (" (mean)" if len(w) > 1 else "")
         c = chosen.get(src)
         return cell + (" **chosen**" if c and (c[0], c[1]) == (variant, beta) else "")
 
+    @staticmethod
     def ppl_cells(reps: list[dict | None]) -> tuple[str, str]:
         reps = [r for r in reps if r]
         if not reps:
@@ -158,9 +161,10 @@ def results_md(run: Run, a: argparse.Namespace) -> str:
         return (f"{ppl:.1f}" + (" (mean)" if len(reps) > 1 else ""),
                 f"{100 * reps[0].get('oov_rate', 0):.2f}")
 
-    def fma_row(src: str, variant: str, beta: str) -> str:
-        ns = names(src, variant, beta)
-        ppl, oov = ppl_cells([run.report(n, "ppl") for n in ns])
+    def fma_row(self, src: str, variant: str, beta: str) -> str:
+        run, src_label, a_label, tune_cell = self.run, self.src_label, self.a_label, self.tune_cell
+        ns = self.names(src, variant, beta)
+        ppl, oov = self.ppl_cells([run.report(n, "ppl") for n in ns])
         head = f"| FMA of the background | {src_label[src]} | {variant} | {beta} | {ppl} | {oov} | " \
                f"{tune_cell(src, None, variant, beta)} | "
         if src == "c":
@@ -173,14 +177,18 @@ def results_md(run: Run, a: argparse.Namespace) -> str:
         r = run.report(ns[0])
         return head + (f"{fmt_wer(r)} | {_compare(r, BASELINE_LABEL)} |" if r else "– | – |")
 
-    def plain_row(label: str, name: str, ppl_name: str | None) -> str:
+    def plain_row(self, label: str, name: str, ppl_name: str | None) -> str:
+        run = self.run
         r = run.report(name)
-        ppl, oov = ppl_cells([run.report(ppl_name, "ppl")] if ppl_name else [])
+        ppl, oov = self.ppl_cells([run.report(ppl_name, "ppl")] if ppl_name else [])
         cmp = "(the baseline of the rows without noise)" if name == BASELINE else _compare(r, BASELINE_LABEL)
-        return (f"| {label} | – | – | – | {ppl} | {oov} | {tune_cell(None, name)} | "
+        return (f"| {label} | – | – | – | {ppl} | {oov} | {self.tune_cell(None, name)} | "
                 f"{fmt_wer(r) if r else '–'} | {cmp} |")
 
-    ws = ", ".join(f"{x:.3f}" for x in mix["weights"])
+
+def every_system_table(g: _Grid, ws: str) -> list[str]:
+    """The "Every system" section's table: the rows without adaptation, then every FMA system."""
+    sources, variants, betas, plain_row, fma_row = g.sources, g.variants, g.betas, g.plain_row, g.fma_row
     table = ["| LM | adaptation unigram | variant | beta | eval ppl | OOV % | tuning WER % | WER % [95% CI] | "
              "difference in WER points [95% paired bootstrap CI], MAPSSWE p (* = significant at 0.05), "
              "against the baseline named |",
@@ -193,7 +201,13 @@ def results_md(run: Run, a: argparse.Namespace) -> str:
         for variant in variants:
             for beta in betas:
                 table.append(fma_row(src, variant, beta))
+    return table
 
+
+def chosen_table(g: _Grid, base: dict) -> list[str]:
+    """The headline table: one row per source, its setting chosen on the tuning clients."""
+    run, sources, betas, chosen, names = g.run, g.sources, g.betas, g.chosen, g.names
+    src_label, a_label = g.src_label, g.a_label
     # the headline: one row per source, its setting chosen on the tuning clients
     head = ["| adaptation unigram | chosen on the tuning clients: variant, beta (tuning WER %) | "
             "WER % [95% CI] | difference in WER points [95% paired bootstrap CI], MAPSSWE p, against "
@@ -214,7 +228,13 @@ def results_md(run: Run, a: argparse.Namespace) -> str:
         else:
             r = run.report(fma_name(src, v, b))
             head.append(f"| {src_label[src]} | {pick} | {fmt_wer(r)} | {_compare(r, BASELINE_LABEL)} |")
+    return head
 
+
+def intro(run: Run, a: argparse.Namespace, g: _Grid, base: dict, weights: dict, ws: str) -> list[str]:
+    """The title and the paragraphs above the tables: data, run time, method, clients and weights,
+    intervals, DP draws and the rule of the choice."""
+    out, draws, boot = run.out, g.draws, base.get("bootstrap") or {}
     noise = (f"seeded (NOISE_SEED={a.noise_seed}; draw k uses NOISE_SEED + k - 1): repeatable and NOT private"
              if a.noise_seed else "from the OS's secure source (private)")
     tune = run.report(BASELINE, "tune-wer")
@@ -256,8 +276,25 @@ def results_md(run: Run, a: argparse.Namespace) -> str:
             "first in grid order (standard before reversed, smaller beta first). Marked **chosen** in the "
             "tuning WER column. Every row is shown; picking the best of the other rows by their evaluation "
             "WER would be picking on the evaluation set.", "",
-            "## Chosen on the tuning clients", ""] + head + [
-            "", "## Every system", ""] + table
+            "## Chosen on the tuning clients", ""]
+    return text
+
+
+def results_md(run: Run, a: argparse.Namespace) -> str:
+    """The text of OUT/results.md: read the run's weights, mixture and baseline, then the grid's
+    choice and rows (:class:`_Grid`), formatted into the sections."""
+    out = run.out
+    with open(os.path.join(out, "runs", "weights.txt"), encoding="utf-8") as f:
+        weights = dict(line[1:].strip().split("=", 1) for line in f if line.startswith("#") and "=" in line)
+    mix = _load(os.path.join(out, "lm", "mixture.json"))
+    base = run.report(BASELINE)
+    if base is None:
+        raise FileNotFoundError(f"{out}/runs/{BASELINE}/wer.json: the baseline is not scored")
+    g = _Grid(run, a)
+    ws = ", ".join(f"{x:.3f}" for x in mix["weights"])
+    table = every_system_table(g, ws)
+    head = chosen_table(g, base)
+    text = intro(run, a, g, base, weights, ws) + head + ["", "## Every system", ""] + table
     return "\n".join(text) + "\n"
 
 

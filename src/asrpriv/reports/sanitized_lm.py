@@ -1,13 +1,14 @@
 #!/usr/bin/env python3
 """Tables 2-5 of paper 003 from the outputs of bin/sanitized-lm-experiment (OUT_DIR/results.md),
-and the two computations the recipe needs before (its library half):
+and the recipe's door to one library computation it needs before:
 
     python -m asrpriv.reports.sanitized_lm DATA OUT KEEP SEED BETA PRIOR REDUCED SECONDS NNLM_ARGS NNLM_WORDS ADAPT_ARGS FRACTION...
-    python -m asrpriv.reports.sanitized_lm split DATA SPLIT_DIR SEED HELDOUT_SHARE FRACTION...
     python -m asrpriv.reports.sanitized_lm unk-penalty ARPA NBEST
 
-``split`` (:func:`split_meetings`): the recipe's split by whole meetings; ``unk-penalty``
-(:func:`unk_penalty`): ln of the N-best's word types outside an LM's vocabulary.
+``unk-penalty`` prints :func:`asrpriv.nnlm.vocab.unk_penalty` (ln of the N-best's word types
+outside an LM's vocabulary); this module does not compute it. The split by whole meetings the
+report reads (OUT/split/split.json) is the step ``select-text --split-dir``
+(:func:`asrpriv.io.meetings.split_meetings`).
 
 Reads OUT/split/split.json, OUT/lm/*.sys and *.json (EM weights), OUT/runtime.tsv (the command
 and run time), OUT/eval/NAME.{ppl,wer}.json (score-wer --bootstrap: the WER and its interval),
@@ -57,101 +58,11 @@ PAPER4 = {"M1": {12: (31.9, 116), 15: (31.4, 107), 20: (29.6, 90)},
 PAPER5 = {"T5_M1+M2": (29.7, 95), "T5_M1+M2+M3": (29.6, 92), "T5_M1+M2+M4": (29.4, 86)}
 
 
-def _meeting(utt_line: str) -> str:
-    """The meeting of a Kaldi text line (ids ``<meeting>_<n>``)."""
-    return utt_line.split()[0].split("_")[0]
-
-
-def split_meetings(data: str, out: str, seed: int, heldout_share: float,
-                   fractions: list[int]) -> dict:
-    """Step 1 of bin/sanitized-lm-experiment: DATA/train_text split by whole meetings.
-
-    The scenario meetings (ES/IS/TS, the dev set's kind, as the paper's adaptation set matches
-    its test set) in sorted order, shuffled with ``seed``, give first the held-out slice
-    (``heldout_share`` % of all words), then the adaptation pool (max(fractions) % of what
-    remains for T, i.e. of T + pool); the rest and every non-scenario meeting form the training
-    set T. Adaptation set f = the pool's first meetings until f % of T's words. Writes OUT/NAME.txt
-    (the lines of NAME's meetings, as they are) and OUT/NAME_ne.tsv (their rows of
-    DATA/ne/train_ne.tsv) for NAME = train, heldout and adapt<f>, and OUT/split.json (word
-    counts and meetings, which it returns).
-    """
-    import random
-
-    with open(f"{data}/train_text", encoding="utf-8") as f:
-        lines = [line for line in f if line.strip()]
-    words: dict[str, int] = {}
-    for line in lines:
-        m = _meeting(line)
-        words[m] = words.get(m, 0) + len(line.split()) - 1
-    meetings = sorted(m for m in words if m[:2] in ("ES", "IS", "TS"))
-    random.Random(int(seed)).shuffle(meetings)
-    total = sum(words.values())
-    part, acc, i = {}, 0, 0
-    while acc < total * float(heldout_share) / 100:           # held-out slice
-        part[meetings[i]] = "heldout"
-        acc += words[meetings[i]]
-        i += 1
-    rest = total - acc
-    pool_target = rest * max(fractions) / (100 + max(fractions))   # pool = max% of what remains for T
-    pool, pacc = [], 0
-    while pacc < pool_target:
-        pool.append(meetings[i])
-        pacc += words[meetings[i]]
-        i += 1
-    for m in meetings[i:] + [m for m in words if m[:2] not in ("ES", "IS", "TS")]:
-        part[m] = "train"
-    t_words = total - acc - pacc
-    sets: dict[int, list[str]] = {f: [] for f in fractions}
-    stats: dict = {"words": total, "heldout": acc, "train": t_words}
-    for f in fractions:
-        n = 0
-        for m in pool:
-            if n >= t_words * f / 100:
-                break
-            sets[f].append(m)
-            n += words[m]
-        stats[f"adapt{f}"] = n
-
-    def write(name: str, keep: set[str]) -> None:
-        with open(f"{out}/{name}.txt", "w", encoding="utf-8") as o:
-            o.writelines(line for line in lines if _meeting(line) in keep)
-        ids = {line.split()[0] for line in lines if _meeting(line) in keep}
-        with open(f"{data}/ne/train_ne.tsv", encoding="utf-8") as src, \
-                open(f"{out}/{name}_ne.tsv", "w", encoding="utf-8") as o:
-            o.write(next(src))
-            o.writelines(row for row in src if row.split("\t")[0] in ids)
-
-    write("train", {m for m, p in part.items() if p == "train"})
-    write("heldout", {m for m, p in part.items() if p == "heldout"})
-    for f in fractions:
-        write(f"adapt{f}", set(sets[f]))
-    stats["meetings"] = {"heldout": sorted(m for m, p in part.items() if p == "heldout"),
-                         **{f"adapt{f}": sorted(sets[f]) for f in fractions}}
-    with open(f"{out}/split.json", "w", encoding="utf-8") as o:
-        json.dump(stats, o, indent=1)
-    return stats
-
-
-def unk_penalty(arpa: str, nbest: str) -> float:
-    """ln K, K = the word types of the N-best TSV's hypotheses outside the vocabulary of
-    ``arpa`` (its 1-grams, as ``finetune-lm --vocab`` reads them), at least 1: the
-    ``rescore-nbest --unk-penalty`` that spreads the NNLM's ``<unk>`` mass evenly over them."""
-    from asrpriv.io.nbest import NbestReader
-    from asrpriv.nnlm.vocab import read_word_list
-
-    vocab = set(read_word_list(arpa).words)
-    unknown = {w for utt in NbestReader(nbest) for h in utt.hyps for w in h.words
-               if w not in vocab}
-    return math.log(max(1, len(unknown)))
-
-
 def _helper(argv: list[str]) -> int:
-    """The recipe's ``split`` and ``unk-penalty`` (see the module doc)."""
-    if argv[0] == "split" and len(argv) >= 6:
-        data, out, seed, held, *fractions = argv[1:]
-        split_meetings(data, out, int(seed), float(held), [int(f) for f in fractions])
-        return 0
+    """The recipe's ``unk-penalty`` (see the module doc)."""
     if argv[0] == "unk-penalty" and len(argv) == 3:
+        from asrpriv.nnlm.vocab import unk_penalty
+
         print(repr(unk_penalty(argv[1], argv[2])))
         return 0
     print(f"usage: see {__name__}'s doc: {argv[0]} got {argv[1:]}", file=sys.stderr)
@@ -281,13 +192,10 @@ def below(m: dict, ref: str) -> str:
             f"(OOV {m[ref]['oov']:.2f}%), as point values: {listed}.")
 
 
-def main(argv: list[str] | None = None) -> int:
-    if argv is None:
-        argv = sys.argv[1:]
-    if argv and argv[0] in ("split", "unk-penalty"):
-        return _helper(argv)
-    data, out, keep, seed, beta, prior, reduced, secs, nnlm_args, nnlm_words, adapt_args, *fr = argv
-    fracs = [int(f) for f in fr]
+def read_inputs(data: str, out: str) -> dict:
+    """Stage 1: what every table reads: the split, the dev spans outside the excluded meeting,
+    the references, the entity-word positions, the systems, and score-wer's bootstrap settings
+    (the resamples and seed of every interval: the recipe's BOOTSTRAP, SEED)."""
     ev = f"{out}/eval"
     split = json.load(open(f"{out}/split/split.json"))
     excluded = {l.split()[0] for l in open(f"{data}/ne/dev_ne_excluded_utts.txt") if l.strip()}
@@ -296,90 +204,112 @@ def main(argv: list[str] | None = None) -> int:
     inside = {(u, p) for u, v in spans.items() for s in v if s.cls in SANITIZED_CLASSES
               for p in range(s.start, s.end)}
     systems = sorted(f[:-4] for f in os.listdir(f"{out}/lm") if f.endswith(".sys"))
-
-    def load(path: str) -> dict | None:
-        return read_json(path, missing_ok=True)
-
-    # the bootstrap of every interval: score-wer's resamples and seed (the recipe's BOOTSTRAP, SEED)
-    boot0 = next((b for s in systems for b in [(load(f"{ev}/{s}.wer.json") or {}).get("bootstrap")] if b), None)
+    boot0 = next((b for s in systems for b in [(_load(f"{ev}/{s}.wer.json") or {}).get("bootstrap")] if b), None)
     resamples, bseed = (boot0["resamples"], boot0["seed"]) if boot0 else (None, None)
+    return {"ev": ev, "split": split, "spans": spans, "ref": ref, "inside": inside, "systems": systems,
+            "resamples": resamples, "bseed": bseed}
 
-    def measure(name: str) -> dict:
-        from asrpriv.wer.bootstrap import bootstrap
 
-        ppl = json.load(open(f"{ev}/{name}.ppl.json"))
-        wer = json.load(open(f"{ev}/{name}.wer.json"))
-        parts = sentence_parts(f"{ev}/{name}.perword.tsv", inside)
-        _p, lo, hi = ppl_interval(parts, resamples, bseed)
-        eppl, elo, ehi = ppl_interval(parts, resamples, bseed, entity=True)
-        hyp = {l.split()[0]: l.split()[1:] for l in open(f"{ev}/{name}.best.txt") if l.strip()}
-        errs, counts = [], []
-        for u in spans:
-            ok = {a for op, a, _b in sclite_align(ref[u], hyp.get(u, [])) if op == "C"}
-            at = [p for p in range(len(ref[u])) if (u, p) in inside]
-            counts.append(len(at))
-            errs.append(sum(p not in ok for p in at))
-        n = sum(counts)
-        ent = 100 * sum(errs) / n if n else math.nan
-        ent_lo = ent_hi = None
-        if resamples and n:
-            eb = bootstrap(errs, counts, resamples, seed=bseed)
-            ent_lo, ent_hi = eb.wer_low, eb.wer_high
-        wb = wer.get("bootstrap") or {}
-        return {"ppl": ppl["ppl"], "ppl_lo": lo, "ppl_hi": hi, "oov": 100 * ppl.get("oov_rate", 0.0),
-                "eppl": eppl, "eppl_lo": elo, "eppl_hi": ehi, "wer": wer["wer"],
-                "wer_lo": wb.get("wer_low"), "wer_hi": wb.get("wer_high"),
-                "ent": ent, "ent_lo": ent_lo, "ent_hi": ent_hi, "n_ent": n, "parts": parts}
+def _load(path: str) -> dict | None:
+    return read_json(path, missing_ok=True)
 
-    m = {s: measure(s) for s in systems}
 
-    def named(path: str) -> str:
-        return open(path).read().strip() if os.path.exists(path) else ""
+def measure(inp: dict, name: str) -> dict:
+    """Stage 2, one system: its dev perplexity, entity-word perplexity, WER and entity-word error
+    rate with their intervals (the library's bootstraps), and its per-sentence parts."""
+    from asrpriv.wer.bootstrap import bootstrap
 
-    best_single, best_all, best_other = (named(f"{ev}/best_{k}.txt") for k in ("single", "all", "other"))
-    labels: dict[str, str] = {}
+    ev, spans, ref, inside = inp["ev"], inp["spans"], inp["ref"], inp["inside"]
+    resamples, bseed = inp["resamples"], inp["bseed"]
+    ppl = json.load(open(f"{ev}/{name}.ppl.json"))
+    wer = json.load(open(f"{ev}/{name}.wer.json"))
+    parts = sentence_parts(f"{ev}/{name}.perword.tsv", inside)
+    _p, lo, hi = ppl_interval(parts, resamples, bseed)
+    eppl, elo, ehi = ppl_interval(parts, resamples, bseed, entity=True)
+    hyp = {l.split()[0]: l.split()[1:] for l in open(f"{ev}/{name}.best.txt") if l.strip()}
+    errs, counts = [], []
+    for u in spans:
+        ok = {a for op, a, _b in sclite_align(ref[u], hyp.get(u, [])) if op == "C"}
+        at = [p for p in range(len(ref[u])) if (u, p) in inside]
+        counts.append(len(at))
+        errs.append(sum(p not in ok for p in at))
+    n = sum(counts)
+    ent = 100 * sum(errs) / n if n else math.nan
+    ent_lo = ent_hi = None
+    if resamples and n:
+        eb = bootstrap(errs, counts, resamples, seed=bseed)
+        ent_lo, ent_hi = eb.wer_low, eb.wer_high
+    wb = wer.get("bootstrap") or {}
+    return {"ppl": ppl["ppl"], "ppl_lo": lo, "ppl_hi": hi, "oov": 100 * ppl.get("oov_rate", 0.0),
+            "eppl": eppl, "eppl_lo": elo, "eppl_hi": ehi, "wer": wer["wer"],
+            "wer_lo": wb.get("wer_low"), "wer_hi": wb.get("wer_high"),
+            "ent": ent, "ent_lo": ent_lo, "ent_hi": ent_hi, "n_ent": n, "parts": parts}
 
-    tests: list[bool] = []     # the MAPSSWE tests shown in the tables: significant or not
 
-    def vs(name: str, base: str) -> str:
-        rep = load(f"{ev}/{name}.vs.{base}.json")
+class _Rows:
+    """Stage 3's row formatter: the measured systems ``m``, the labels given so far and the
+    MAPSSWE tests shown (significant or not), for the closing sections."""
+
+    def __init__(self, inp: dict, m: dict) -> None:
+        self.ev, self.m = inp["ev"], m
+        self.resamples, self.bseed = inp["resamples"], inp["bseed"]
+        self.labels: dict[str, str] = {}
+        self.tests: list[bool] = []     # the MAPSSWE tests shown in the tables: significant or not
+
+    def vs(self, name: str, base: str) -> str:
+        m = self.m
+        rep = _load(f"{self.ev}/{name}.vs.{base}.json")
         if rep and "compare" in rep:
-            tests.append(bool(rep["compare"]["significant"]))
+            self.tests.append(bool(rep["compare"]["significant"]))
         return compare_cell(rep, base,
-                            ppl_diff(m[name]["parts"], m[base]["parts"], resamples, bseed) if base in m else "")
+                            ppl_diff(m[name]["parts"], m[base]["parts"], self.resamples, self.bseed)
+                            if base in m else "")
 
+    @staticmethod
     def cell(value: float, lo, hi, digits: int) -> str:
         if value != value:
             return "–"
         return with_interval(value, lo, hi, digits) if lo is not None else f"{value:.{digits}f}"
 
-    def row(label: str, name: str, paper: tuple | None, bases: tuple[str, ...], extra: str | None = None) -> str:
-        labels[name] = label
-        r = m[name]
+    def row(self, label: str, name: str, paper: tuple | None, bases: tuple[str, ...],
+            extra: str | None = None) -> str:
+        cell = self.cell
+        self.labels[name] = label
+        r = self.m[name]
         cells = [f"{label} (`{name}`)", cell(r["ppl"], r["ppl_lo"], r["ppl_hi"], 1), f"{r['oov']:.2f}",
                  cell(r["eppl"], r["eppl_lo"], r["eppl_hi"], 0), cell(r["wer"], r["wer_lo"], r["wer_hi"], 2),
                  cell(r["ent"], r["ent_lo"], r["ent_hi"], 1)]
-        cells += [vs(name, b) if b != name else "(the baseline)" for b in bases]
+        cells += [self.vs(name, b) if b != name else "(the baseline)" for b in bases]
         if extra is not None:
             cells.append(extra)
         cells += [f"{paper[0]}" if paper else "–", f"{paper[1]}" if paper else "–"]
         return "| " + " | ".join(cells) + " |"
 
+    @staticmethod
     def head(*bases: str) -> str:
         cols = ["model (system)", "dev ppl", "OOV %", "entity-word ppl", "WER %", "entity-word err %",
                 *bases, "paper WER %", "paper PPL"]
         return "| " + " | ".join(cols) + " |\n" + "|" + "---|" * len(cols)
 
+
+ORIG_COL = "vs the original-data model of the same kind"
+SAN_COL = "vs the unadapted sanitized model of the same kind"
+ADAPTED = {"M1": "M1_fma{}", "M2": "M2_fma{}", "M3": "M3_fma{}", "M4": "M4_ft{}"}
+HOW = {"M1": "FMA", "M2": "FMA (class marginals)", "M3": "FMA", "M4": "output-layer fine-tuning"}
+
+
+def tables_2_to_4(rows: _Rows, fracs: list[int]) -> list[str]:
+    """Stage 3a: Tables 2 (sanitized vs original), 3 (adapted) and 4 (adaptation text added)."""
+    m, row, head = rows.m, rows.row, rows.head
     kinds = [k for k in ("M1", "M2", "M3", "M4") if f"{k}_original" in m]
-    orig_col, san_col = "vs the original-data model of the same kind", "vs the unadapted sanitized model of the same kind"
+    orig_col, san_col = ORIG_COL, SAN_COL
     t = []
     t.append("## Table 2: trained on T sanitized vs T original (no adaptation)\n")
     t.append(head(orig_col))
     for k in kinds:
         t.append(row(f"{KIND[k]}, original", f"{k}_original", PAPER2[k][1], (f"{k}_original",)))
         t.append(row(f"{KIND[k]}, sanitized", f"{k}_sanitized", PAPER2[k][0], (f"{k}_original",)))
-    adapted = {"M1": "M1_fma{}", "M2": "M2_fma{}", "M3": "M3_fma{}", "M4": "M4_ft{}"}
-    how = {"M1": "FMA", "M2": "FMA (class marginals)", "M3": "FMA", "M4": "output-layer fine-tuning"}
+    adapted, how = ADAPTED, HOW
     t.append("\n## Table 3: sanitized models adapted on the untransformed adaptation set\n")
     t.append(head(orig_col, san_col))
     for f in fracs:
@@ -396,7 +326,14 @@ def main(argv: list[str] | None = None) -> int:
                 a = adapted[k].format(f)
                 t.append(row(f"{k} trained on T sanitized + {f}% original", name, PAPER4[k].get(f),
                              (f"{k}_original", f"{k}_sanitized"),
-                             vs(name, a) if a in m else f"vs {a}: no such model"))
+                             rows.vs(name, a) if a in m else f"vs {a}: no such model"))
+    return t
+
+
+def table_5(rows: _Rows, out: str, fracs: list[int], best_single: str) -> tuple[list[str], list[str]]:
+    """Stage 3b: Table 5 (the mixtures, EM and the paper's weights) and the EM weights' line."""
+    m, row, head, vs = rows.m, rows.row, rows.head, rows.vs
+    t = []
     t.append(f"\n## Table 5: adapted models ({fracs[0]}%) interpolated: EM weights on the held-out slice, "
              "and the paper's fixed weights (003 Eq. 3: lambda_w 0.3, lambda_c 0.7, lambda_n 0.4)\n")
     if best_single:
@@ -419,13 +356,22 @@ def main(argv: list[str] | None = None) -> int:
         if f"T5p_{mix}" in m:
             t.append(row(f"{label}, the paper's weights", f"T5p_{mix}", PAPER5[name], bases5 + single,
                          vs(f"T5p_{mix}", name) if name in m else f"vs {name}: no such model"))
+    return t, wl
+
+
+def best_section(rows: _Rows, best_all: str, best_other: str) -> list[str]:
+    """Stage 3c: the closing section, the "best" claims tested."""
+    t: list[str] = []
+    m, labels, ev, resamples, bseed, load = rows.m, rows.labels, rows.ev, rows.resamples, rows.bseed, _load
     t.append("\n## The lowest WER and the lowest perplexity, tested\n")
     found = best_sentence(best_all, best_other, m, labels, load(f"{ev}/{best_all}.vs.{best_other}.json")
                           if best_all and best_other else None, resamples, bseed) + [below(m, "M1_original")]
     t += [f"- {line}" for line in found if line]
-    n_ent = next(iter(m.values()))["n_ent"]
-    key = dict(l.rstrip("\n").split("=", 1) for l in open(f"{out}/settings.key") if "=" in l)
-    top = key.get("top", "0")
+    return t
+
+
+def intervals_paragraph(resamples: int | None, bseed: int | None, tests: list[bool]) -> str:
+    """Stage 4a: how the intervals and comparisons were made, and how many tests came out significant."""
     intervals = (f"Intervals: 95% percentile bootstrap, {resamples} resamples, seed {bseed}: the WER over dev "
                  "utterances (score-wer --bootstrap), the entity-word error rate over the same utterances "
                  "(asrpriv.wer.bootstrap on their entity-word errors and counts), the dev perplexity over "
@@ -441,6 +387,18 @@ def main(argv: list[str] | None = None) -> int:
                  "No bootstrap in this run's scores (intervals left out). MAPSSWE: score-wer --compare "
                  "(sc_stats' test), * = significant at 0.05; every comparison cell is this row minus the named "
                  "baseline.")
+    return intervals
+
+
+def header(data: str, out: str, run: dict, inp: dict, m: dict, wl: list[str], intervals: str) -> list[str]:
+    """Stage 4b: the title and the paragraphs above the tables (run, data, split, settings, dev set,
+    intervals, names, the paper's numbers, the EM weights)."""
+    keep, seed, beta, prior, reduced, secs = (run[k] for k in ("keep", "seed", "beta", "prior", "reduced", "secs"))
+    nnlm_args, nnlm_words, adapt_args, fracs = (run[k] for k in ("nnlm_args", "nnlm_words", "adapt_args", "fracs"))
+    split, ref = inp["split"], inp["ref"]
+    n_ent = next(iter(m.values()))["n_ent"]
+    key = dict(l.rstrip("\n").split("=", 1) for l in open(f"{out}/settings.key") if "=" in l)
+    top = key.get("top", "0")
     hdr = [f"# Sanitized-text LMs: paper 003 Tables 2-5 ({'reduced' if reduced == '1' else 'full'} run)", "",
            runtime_paragraph(out, int(secs), "lm/*.sys"), "",
            data_paragraph(data) + " The LMs are trained on the AMI transcripts; only the WER columns "
@@ -474,11 +432,37 @@ def main(argv: list[str] | None = None) -> int:
            "and data, not comparable in level.",
            "EM weights (Table 5): " + ("; ".join(wl) if wl else "–") +
            " (paper: λw 0.3, λc 0.7, λn 0.4).", ""]
+    return hdr
+
+
+def main(argv: list[str] | None = None) -> int:
+    if argv is None:
+        argv = sys.argv[1:]
+    if argv and argv[0] == "unk-penalty":
+        return _helper(argv)
+    data, out, keep, seed, beta, prior, reduced, secs, nnlm_args, nnlm_words, adapt_args, *fr = argv
+    fracs = [int(f) for f in fr]
+    run = {"keep": keep, "seed": seed, "beta": beta, "prior": prior, "reduced": reduced, "secs": secs,
+           "nnlm_args": nnlm_args, "nnlm_words": nnlm_words, "adapt_args": adapt_args, "fracs": fracs}
+    inp = read_inputs(data, out)
+    m = {s: measure(inp, s) for s in inp["systems"]}
+
+    def named(path: str) -> str:
+        return open(path).read().strip() if os.path.exists(path) else ""
+
+    ev = inp["ev"]
+    best_single, best_all, best_other = (named(f"{ev}/best_{k}.txt") for k in ("single", "all", "other"))
+    rows = _Rows(inp, m)
+    t = tables_2_to_4(rows, fracs)
+    t5, wl = table_5(rows, out, fracs, best_single)
+    t += t5
+    t += best_section(rows, best_all, best_other)
+    intervals = intervals_paragraph(inp["resamples"], inp["bseed"], rows.tests)
+    hdr = header(data, out, run, inp, m, wl, intervals)
     text = "\n".join(hdr + t) + "\n"
     open(f"{out}/results.md", "w").write(text)
     print(text)
     return 0
-
 
 if __name__ == "__main__":
     raise SystemExit(main())
