@@ -291,7 +291,7 @@ def sweep_label(T: int) -> str:
     return f"T={T}" if T == PAPER_T_SWEEP else f"ours T={T}; paper 000's column T={PAPER_T_SWEEP}"
 
 
-def main(argv: list[str] | None = None) -> int:
+def _parse_args(argv: list[str] | None):
     ap = argparse.ArgumentParser(prog="fmp-report")
     ap.add_argument("out")
     ap.add_argument("--data", default=None, help="DATA_DIR of the run (named from its SOURCE.txt)")
@@ -308,31 +308,38 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--tune-clients", required=True)
     ap.add_argument("--eval-clients", required=True)
     ap.add_argument("--seconds", type=int, default=0)
-    args = ap.parse_args(argv)
-    out = args.out
-    T = args.t_sweep
-    first = load(out, "firstpass")
-    base = load(out, "baseline")
-    if base is None or first is None:
-        print("fmp-report: missing baseline results", file=sys.stderr)
-        return 1
-    b = base["wer"]
-    boot = base.get("bootstrap") or {}
-    bl = "NNLM baseline"
-    clients = args.eval_clients.split()
-    scored: dict[tuple[str, str | None], dict | None] = {}
+    return ap.parse_args(argv)
 
-    def cl(name: str, ref: str | None) -> dict | None:
+
+def _spec(label, names, ref, base_wer, base_name, paper_cell, dp=False) -> dict:
+    """One row of a main table: its label, run names (several: DP draws), the run it is
+    compared with (None: the reference row), that reference's WER and name, the paper cell."""
+    return {"label": label, "names": names, "ref": ref, "base": base_wer, "base_name": base_name,
+            "paper": paper_cell, "dp": dp}
+
+
+class _Tables:
+    """Formats the main tables and their per-client tables of one run directory (the client-
+    level scoring of each (run, reference) pair is done once and kept)."""
+
+    def __init__(self, out: str, boot: dict, clients: list[str]):
+        self.out, self.boot, self.clients = out, boot, clients
+        self.scored: dict[tuple[str, str | None], dict | None] = {}
+
+    def client(self, name: str, ref: str | None) -> dict | None:
         """NAME scored at the client level against REF (once per pair)."""
-        if (name, ref) not in scored:
+        if (name, ref) not in self.scored:
+            out, boot = self.out, self.boot
             made = load(out, name) is not None and boot.get("resamples") is not None
-            scored[(name, ref)] = (client_level(out, name, ref, int(boot["resamples"]), int(boot.get("seed") or 1))
-                                   if made else None)
-        return scored[(name, ref)]
+            self.scored[(name, ref)] = (client_level(out, name, ref, int(boot["resamples"]),
+                                                     int(boot.get("seed") or 1))
+                                        if made else None)
+        return self.scored[(name, ref)]
 
-    def table(specs: list[dict], title: str) -> list[str]:
+    def table(self, specs: list[dict], title: str) -> list[str]:
         """A main table (the columns it always had, then the client-level interval and the
         Holm-adjusted MAPSSWE p over the table's family) and its per-client table."""
+        out, clients = self.out, self.clients
         family = Family()
         for sp in specs:
             for name in sp["names"]:
@@ -344,7 +351,7 @@ def main(argv: list[str] | None = None) -> int:
         body, entries = [head], []
         for sp in specs:
             names, ref = sp["names"], sp["ref"]
-            reps = [cl(n, ref) for n in names]
+            reps = [self.client(n, ref) for n in names]
             if sp.get("dp"):
                 draws = [r for r in (load(out, n) for n in names) if r is not None]
                 text = dp_row(sp["label"], draws, sp["base"], sp["base_name"], sp["paper"])
@@ -359,7 +366,10 @@ def main(argv: list[str] | None = None) -> int:
             body.append(f"{text} {client_cell(reps) if names else '–'} | {holm} |")
         return body + client_table(f"{title} per client", entries, clients)
 
-    lines = [
+
+def _header(args, out: str, base: dict, boot: dict, clients: list[str], bl: str) -> list[str]:
+    """The title and the paragraphs before Table 2."""
+    return [
         "# FMP on the dev N-best lists" + (" (reduced demo run)" if args.reduced == "1" else ""),
         "",
         mode_line(out, args.reduced == "1"),
@@ -387,67 +397,92 @@ def main(argv: list[str] | None = None) -> int:
         "",
     ]
 
-    def spec(label, names, ref, base_wer, base_name, paper_cell, dp=False) -> dict:
-        return {"label": label, "names": names, "ref": ref, "base": base_wer, "base_name": base_name,
-                "paper": paper_cell, "dp": dp}
 
-    specs = [spec("first-pass 1-best", ["firstpass"], "baseline", b, bl, "–"),
-             spec("NNLM baseline (unadapted)", ["baseline"], None, None, bl, paper(PAPER_T[0]))]
-    specs += [spec(f"FMP T={t}", [f"fmp-T{t}"], "baseline", b, bl, paper(PAPER_T.get(int(t)), PAPER_T[0]))
+def _table4_intro(args, T: int, nd: str) -> list[str]:
+    """Table 4's heading and the paragraph on its mechanism and guarantee."""
+    return ["", f"## Table 4: DP-FMP ({sweep_label(T)}, sigma={args.dp_sigma}, alpha=0.5, beta={args.dp_beta}, "
+            "utterance-level (epsilon, 0)-DP)", "",
+            f"Each utterance's contribution is clipped to L1 <= {args.dp_max_l1} pseudo-counts by "
+            "count-unigrams, so the sensitivity is that bound (the paper's \"1\" assumes each word occurs "
+            "once per utterance). Discrete Laplace noise covers the whole background vocabulary and is "
+            "added to each round's new counts, so each utterance is in one release. Guarantee: the "
+            "sequence of released qbar^t (and the factors and rescorings made from it) is "
+            "(epsilon, 0)-DP under add/remove of one utterance, by parallel composition over rounds "
+            "(each round a labelled partition; aggregate --disjoint checks the labels and release "
+            f"ids). It needs beta = {args.dp_beta}: with beta > 0 a client's exact personal cache "
+            "re-ranks its later rounds, so a round's counts would depend on earlier utterances. The "
+            "server sums the clients' un-noised counts before adding noise (central DP: a trusted "
+            "aggregator); the uploads themselves are not protected. Unit of privacy: one evaluation "
+            "utterance. No client sampling: every client takes part in every round, no amplification "
+            "by sampling is claimed. Both rows use beta = "
+            f"{args.dp_beta}. Each epsilon is run with {args.draws} independent noise draw(s): the "
+            f"WER is their mean, with the widest span of their intervals and the draws' range; DP rows are compared with \"{nd}\" (as the "
+            "paper's Table 4 does), which is compared with the NNLM baseline. The Holm family of this "
+            "table holds every draw's test.", ""]
+
+
+def _sections(args, out: str, tables: _Tables, b, bl: str) -> list[str]:
+    """Tables 2-4 and the in-domain control, each with its per-client table."""
+    T = args.t_sweep
+    specs = [_spec("first-pass 1-best", ["firstpass"], "baseline", b, bl, "–"),
+             _spec("NNLM baseline (unadapted)", ["baseline"], None, None, bl, paper(PAPER_T[0]))]
+    specs += [_spec(f"FMP T={t}", [f"fmp-T{t}"], "baseline", b, bl, paper(PAPER_T.get(int(t)), PAPER_T[0]))
               for t in args.rounds.split()]
-    lines += table(specs, "Table 2")
+    lines = tables.table(specs, "Table 2")
     lines += ["", f"## Table 3: kernel bandwidth and interpolation weights ({sweep_label(T)})", ""]
-    specs = [spec(f"alpha=0.5 beta=0.25 sigma={s}", [f"fmp-T{T}-sigma{s}"], "baseline", b, bl,
-                  paper(PAPER_SIGMA.get(s), PAPER_T[0])) for s in args.sigmas.split()]
-    specs += [spec("alpha=0 beta=0.75 sigma=5", [f"fmp-T{T}-a0-b0.75"], "baseline", b, bl,
-                   paper(PAPER_AB["a0-b0.75"], PAPER_T[0])),
-              spec("alpha=0.75 beta=0 sigma=5", [f"fmp-T{T}-a0.75-b0"], "baseline", b, bl,
-                   paper(PAPER_AB["a0.75-b0"], PAPER_T[0]))]
-    lines += table(specs, "Table 3")
+    specs = [_spec(f"alpha=0.5 beta=0.25 sigma={s}", [f"fmp-T{T}-sigma{s}"], "baseline", b, bl,
+                   paper(PAPER_SIGMA.get(s), PAPER_T[0])) for s in args.sigmas.split()]
+    specs += [_spec("alpha=0 beta=0.75 sigma=5", [f"fmp-T{T}-a0-b0.75"], "baseline", b, bl,
+                    paper(PAPER_AB["a0-b0.75"], PAPER_T[0])),
+              _spec("alpha=0.75 beta=0 sigma=5", [f"fmp-T{T}-a0.75-b0"], "baseline", b, bl,
+                    paper(PAPER_AB["a0.75-b0"], PAPER_T[0]))]
+    lines += tables.table(specs, "Table 3")
     nodp_name = f"fmp-T{T}-sigma{args.dp_sigma}-b{args.dp_beta}"
     no_dp = load(out, nodp_name)
     nd = "FMP no DP"
-    lines += ["", f"## Table 4: DP-FMP ({sweep_label(T)}, sigma={args.dp_sigma}, alpha=0.5, beta={args.dp_beta}, "
-              "utterance-level (epsilon, 0)-DP)", "",
-              f"Each utterance's contribution is clipped to L1 <= {args.dp_max_l1} pseudo-counts by "
-              "count-unigrams, so the sensitivity is that bound (the paper's \"1\" assumes each word occurs "
-              "once per utterance). Discrete Laplace noise covers the whole background vocabulary and is "
-              "added to each round's new counts, so each utterance is in one release. Guarantee: the "
-              "sequence of released qbar^t (and the factors and rescorings made from it) is "
-              "(epsilon, 0)-DP under add/remove of one utterance, by parallel composition over rounds "
-              "(each round a labelled partition; aggregate --disjoint checks the labels and release "
-              f"ids). It needs beta = {args.dp_beta}: with beta > 0 a client's exact personal cache "
-              "re-ranks its later rounds, so a round's counts would depend on earlier utterances. The "
-              "server sums the clients' un-noised counts before adding noise (central DP: a trusted "
-              "aggregator); the uploads themselves are not protected. Unit of privacy: one evaluation "
-              "utterance. No client sampling: every client takes part in every round, no amplification "
-              "by sampling is claimed. Both rows use beta = "
-              f"{args.dp_beta}. Each epsilon is run with {args.draws} independent noise draw(s): the "
-              f"WER is their mean, with the widest span of their intervals and the draws' range; DP rows are compared with \"{nd}\" (as the "
-              "paper's Table 4 does), which is compared with the NNLM baseline. The Holm family of this "
-              "table holds every draw's test.", ""]
-    specs = [spec(f"{nd} (sigma={args.dp_sigma}, beta={args.dp_beta})", [nodp_name] if no_dp else [], "baseline",
-                  b, bl, paper(PAPER_EPS["none"]))]
-    specs += [spec(f"FMP, ({e}, 0)-DP", draw_names(out, T, e, args.draws), nodp_name,
-                   no_dp["wer"] if no_dp else None, nd, paper(PAPER_EPS.get(e), PAPER_EPS["none"], "paper's no-DP"),
-                   dp=True) for e in args.epsilons.split()]
-    lines += table(specs, "Table 4")
+    lines += _table4_intro(args, T, nd)
+    specs = [_spec(f"{nd} (sigma={args.dp_sigma}, beta={args.dp_beta})", [nodp_name] if no_dp else [], "baseline",
+                   b, bl, paper(PAPER_EPS["none"]))]
+    specs += [_spec(f"FMP, ({e}, 0)-DP", draw_names(out, T, e, args.draws), nodp_name,
+                    no_dp["wer"] if no_dp else None, nd, paper(PAPER_EPS.get(e), PAPER_EPS["none"], "paper's no-DP"),
+                    dp=True) for e in args.epsilons.split()]
+    lines += tables.table(specs, "Table 4")
     bin_ = load(out, "baseline-indomain")
     if bin_ is not None:
         ib = "in-domain baseline"
         lines += ["", "## In-domain control: background LM trained on all training meetings", "",
                   f"Weights chosen on the tuning clients for this model: {weights(out, 'baseline-indomain')}.", ""]
-        specs = [spec("in-domain baseline (in-domain NNLM, unadapted)", ["baseline-indomain"], "baseline", b, bl, "–"),
-                 spec(f"FMP T={T} on the in-domain NNLM", [f"indomain-fmp-T{T}"], "baseline-indomain",
-                      bin_["wer"], ib, "–")]
-        lines += table(specs, "In-domain control")
-    lines += ["", "## Plots", "",
-              "`wer_vs_rounds.png`: WER after T rounds (T = 0 is the NNLM baseline) with 95% intervals, "
-              "and the relative change against each side's own baseline beside the paper's Table 2. "
-              "`wer_vs_epsilon.png`: DP-FMP WER per noise draw (with intervals) and their mean, and the "
-              "relative change against the no-DP row beside the paper's Table 4. Filled stars: "
-              "MAPSSWE-significant (0.05) against the reference named in the tables. "
-              f"The {AXIS_NOTE}.", ""]
+        specs = [_spec("in-domain baseline (in-domain NNLM, unadapted)", ["baseline-indomain"], "baseline", b, bl, "–"),
+                 _spec(f"FMP T={T} on the in-domain NNLM", [f"indomain-fmp-T{T}"], "baseline-indomain",
+                       bin_["wer"], ib, "–")]
+        lines += tables.table(specs, "In-domain control")
+    return lines
+
+
+PLOTS_SECTION = ["", "## Plots", "",
+                 "`wer_vs_rounds.png`: WER after T rounds (T = 0 is the NNLM baseline) with 95% intervals, "
+                 "and the relative change against each side's own baseline beside the paper's Table 2. "
+                 "`wer_vs_epsilon.png`: DP-FMP WER per noise draw (with intervals) and their mean, and the "
+                 "relative change against the no-DP row beside the paper's Table 4. Filled stars: "
+                 "MAPSSWE-significant (0.05) against the reference named in the tables. "
+                 f"The {AXIS_NOTE}.", ""]
+
+
+def main(argv: list[str] | None = None) -> int:
+    """bin/fmp-report: OUT/results.md (read the run's reports, format the tables) and the plots."""
+    args = _parse_args(argv)
+    out = args.out
+    first = load(out, "firstpass")
+    base = load(out, "baseline")
+    if base is None or first is None:
+        print("fmp-report: missing baseline results", file=sys.stderr)
+        return 1
+    boot = base.get("bootstrap") or {}
+    bl = "NNLM baseline"
+    clients = args.eval_clients.split()
+    lines = _header(args, out, base, boot, clients, bl)
+    lines += _sections(args, out, _Tables(out, boot, clients), base["wer"], bl)
+    lines += PLOTS_SECTION
     with open(os.path.join(out, "results.md"), "w", encoding="utf-8") as f:
         f.write("\n".join(lines) + "\n")
     try:
