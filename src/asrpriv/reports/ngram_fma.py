@@ -215,7 +215,8 @@ def results_md(run: Run, a: argparse.Namespace) -> str:
             r = run.report(fma_name(src, v, b))
             head.append(f"| {src_label[src]} | {pick} | {fmt_wer(r)} | {_compare(r, BASELINE_LABEL)} |")
 
-    noise = (f"seeded (NOISE_SEED={a.noise_seed}; draw k uses NOISE_SEED + k - 1): repeatable and NOT private"
+    noise = (f"seeded (NOISE_SEED={a.noise_seed}; draw k uses seed(NOISE_SEED, 0, k) = NOISE_SEED * 100000 + "
+             "k * 1000, asrpriv.federated.seeds): repeatable and NOT private"
              if a.noise_seed else "from the OS's secure source (private)")
     tune = run.report(BASELINE, "tune-wer")
     text = [f"# n-gram FMA (paper 003 §2.3) on the dev N-best lists ({'reduced' if a.reduced == '1' else 'full'} run)",
