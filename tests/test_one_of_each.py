@@ -174,9 +174,9 @@ def test_recipes_derive_seeds_by_the_one_rule(tmp_path):
         out = subprocess.run([sys.executable, "-m", "asrpriv.federated.seeds", *args],
                              capture_output=True, text=True)
         assert out.returncode == 0 and out.stdout == f"{want}\n", out.stderr
+        env = {"PYTHON": sys.executable, "PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT / "src")}
         sh = subprocess.run(["bash", "-c", f'. "{ROOT}/bin/lib/recipe.sh"; derive_seed "$@"', "_", *args],
-                            capture_output=True, text=True, env={"PYTHON": sys.executable, "PATH": "/usr/bin:/bin",
-                                                                 "PYTHONPATH": str(ROOT / "src")})
+                            capture_output=True, text=True, env=env)
         assert sh.returncode == 0 and sh.stdout == f"{want}\n", sh.stderr
     for bad in (["3", "1000", "1"], ["3", "x"], ["3"], ["3", "1", "100"], ["-3", "1"]):
         out = subprocess.run([sys.executable, "-m", "asrpriv.federated.seeds", *bad],

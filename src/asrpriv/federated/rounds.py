@@ -17,7 +17,8 @@ loads:
 3. **server round** (:func:`server_round`): :func:`asrpriv.federated.aggregate.run_round`, the
    function ``aggregate --server`` runs (FedAvg / FedAdam, clipping, the Gaussian mechanism
    with the fixed denominator, noise seed ``noise_seed * 100000 + noise_draw * 1000 + t``
-   when given: :mod:`asrpriv.federated.seeds`, the privacy history), writing ``RUN/model-t.pt`` and ``RUN/state.pt``.
+   when given: :mod:`asrpriv.federated.seeds`, the privacy history), writing
+   ``RUN/model-t.pt`` and ``RUN/state.pt``.
 
 Under DP every round is one release: a round whose cohort is empty (or whose clients all had
 no training words) releases the noise alone (S = 0), so that ``privacy-report`` of
