@@ -121,6 +121,29 @@ def test_rescore_nbest_scores_class_lm_like_the_stream(tmp_path, slice_files):
     assert np.allclose([float(r["ngram_score"]) for r in rows], sums, atol=1e-4)
 
 
+def test_spans_of_several_files_equal_the_concatenated_file(slice_files, tmp_path):
+    """--spans A --spans B (a TEXT that is A's text then B's, e.g. bin/sanitized-lm-experiment's
+    sanitized T plus an adaptation set) gives the bytes of --spans with A and B's rows in one
+    file (one header): what the recipe built with cat and tail before."""
+    d, text = slice_files
+    rows = (d / "spans.tsv").read_text().splitlines()
+    utts = sorted({r.split("\t", 1)[0] for r in rows[1:]})
+    cut = utts[len(utts) // 2]
+    a, b = tmp_path / "a.tsv", tmp_path / "b.tsv"
+    a.write_text("\n".join([rows[0]] + [r for r in rows[1:] if r.split("\t", 1)[0] < cut]) + "\n")
+    b.write_text("\n".join([rows[0]] + [r for r in rows[1:] if r.split("\t", 1)[0] >= cut]) + "\n")
+    assert len(a.read_text().splitlines()) > 10 and len(b.read_text().splitlines()) > 10
+    ok = run_cli(["train-ngram", "--classes", str(tmp_path / "cls.txt"), "--spans", str(a),
+                  "--spans", str(b), str(text), "-o", str(tmp_path / "cls.arpa")])
+    assert ok.exit_code == 0, ok.stderr
+    assert (tmp_path / "cls.txt").read_bytes() == (d / "cls.txt").read_bytes()
+    assert (tmp_path / "cls.arpa").read_bytes() == (d / "cls.arpa").read_bytes()
+    # one utterance's spans in two files: refused, the second file and line named
+    bad = run_cli(["train-ngram", "--classes", str(tmp_path / "c2.txt"), "--spans", str(a),
+                   "--spans", str(a), str(text), "-o", str(tmp_path / "c2.arpa")])
+    assert bad.exit_code == 2 and f"{a}:2:" in bad.stderr and "spans in" in bad.stderr, bad.stderr
+
+
 def test_bad_class_inputs_one_line_error(tmp_path):
     from conftest import assert_one_line_error, run_proc
 

@@ -44,7 +44,8 @@ def work(tmp_path_factory):
     return d
 
 
-def shell_rounds(work, d, rounds, rate, sample_seed, seed, server, dp_args=(), noise_seed=None):
+def shell_rounds(work, d, rounds, rate, sample_seed, seed, server, dp_args=(), noise_seed=None,
+                 noise_draw=0):
     """The recipes' shell rounds (one process per step), the empty cohort included."""
     d.mkdir()
     (d / "model-0.pt").write_bytes((work / "base.pt").read_bytes())
@@ -61,7 +62,9 @@ def shell_rounds(work, d, rounds, rate, sample_seed, seed, server, dp_args=(), n
                     str(work / "adapt.tsv"), "--recipe", "client-001", "--by-client",
                     str(d / f"d{t}"), "--clients", str(cohort), "--seed", str(seed * 100000 + t),
                     "--threads", "1", *clip, *seeded]))
-        noise = ["--seed", str(noise_seed * 100000 + t)] if noise_seed is not None else []
+        # the seed rule written out (asrpriv.federated.seeds): S * 100000 + draw * 1000 + t
+        noise = (["--seed", str(noise_seed * 100000 + noise_draw * 1000 + t)]
+                 if noise_seed is not None else [])
         ok(run_cli(["aggregate", "-q", "--server", server, "--model", str(d / f"model-{t - 1}.pt"),
                     "--state", str(d / "state.pt"), "-o", str(d / f"model-{t}.pt"), *dp_args,
                     *noise, *seeded, str(d / f"d{t}")]))
@@ -115,18 +118,24 @@ def test_fl_rounds_equal_shell_rounds(work, tmp_path, server):
     assert (tmp_path / "run" / "model-3.pt").read_bytes() != (work / "base.pt").read_bytes()
 
 
-def test_fl_rounds_dp_equal_shell_rounds_and_release_every_round(work, tmp_path):
+@pytest.mark.parametrize("draw", [0, 2])
+def test_fl_rounds_dp_equal_shell_rounds_and_release_every_round(work, tmp_path, draw):
     """DP (seeded test noise and sampling): the same bytes as the shell rounds, and the
-    empty round released the noise alone (every round is one release of the history)."""
+    empty round released the noise alone (every round is one release of the history).
+    --noise-draw D: round t's noise seed is S * 100000 + D * 1000 + t (run.json names D)."""
     rate, rounds, z, clip = 0.4, 3, 1.0, 0.5
     sample_seed = seed_with_empty_round(rate, rounds)
     dp = ["--clip", str(clip), "--noise-multiplier", str(z), "--expected-clients", "1.6",
           "--sample-rate", str(rate)]
     run = tmp_path / "run"
-    result = fl_rounds(work, run, rounds, rate, sample_seed, 3, "fedadam", dp, noise_seed=11)
+    extra = ("--noise-draw", str(draw)) if draw else ()
+    result = fl_rounds(work, run, rounds, rate, sample_seed, 3, "fedadam", dp, noise_seed=11,
+                       extra=extra)
     assert "seeded" in result.stderr and "NOT private" in result.stderr
     shell = shell_rounds(work, tmp_path / "shell", rounds, rate, sample_seed, 3, "fedadam", dp,
-                         noise_seed=11)
+                         noise_seed=11, noise_draw=draw)
+    settings = json.loads((run / "run.json").read_text())
+    assert settings.get("noise_draw") == (draw or None)  # draw 0: run.json as before
     assert_same_files(run, shell, rounds)
     reports = [json.loads((run / f"round-{t}" / "report.json").read_text())
                for t in range(1, rounds + 1)]

@@ -59,7 +59,24 @@ def test_ngram_fma_experiment_tiny_slice(tmp_path):
     # the command (with the knobs set) and the run time from OUT/runtime.tsv
     assert "NOISE_SEED=3" in results and "bin/ngram-fma-experiment --reduced " in results
     assert "(one invocation, measured by the recipe; OUT/runtime.tsv)" in results
-    assert "seeded (NOISE_SEED=3; draw k uses NOISE_SEED + k - 1): repeatable and NOT private" in results
+    assert ("seeded (NOISE_SEED=3; draw k uses seed(NOISE_SEED, 0, k) = NOISE_SEED * 100000 + k * 1000, "
+            "asrpriv.federated.seeds): repeatable and NOT private") in results
+    # draw d's noise is add-noise --seed seed(3, 0, d) of the one rule (asrpriv.federated.seeds),
+    # written out: 3 * 100000 + d * 1000 (the counts alike; each release has its own random id)
+    def noised(seed: int) -> list[str]:
+        again = tmp_path / f"again-{seed}.counts"
+        subprocess.run([sys.executable, "-m", "asrpriv", "add-noise", "-q", "--epsilon", "1", "--vocab",
+                        str(out / "lm" / "vocab.txt"), "--seed", str(seed),
+                        str(out / "counts" / "c.bounded.counts"), "-o", str(again)],
+                       check=True, capture_output=True, env=env)
+        return without_release_id(again)
+
+    def without_release_id(path: Path) -> list[str]:
+        return [ln for ln in path.read_text().splitlines() if not ln.startswith("#privacy_history=")]
+
+    draws = [without_release_id(out / "counts" / f"c-d{d}.counts") for d in (1, 2, 3)]
+    assert [noised(3 * 100000 + d * 1000) for d in (1, 2, 3)] == draws
+    assert noised(3) != draws[0] and len({tuple(x) for x in draws}) == 3
     # every system scored on the same evaluation utterances (6 per evaluation client), with intervals
     reports = {p.parent.name: json.loads(p.read_text()) for p in (out / "runs").glob("*/wer.json")}
     assert len(reports) == 9 and len({r["ref_words"] for r in reports.values()}) == 1

@@ -151,8 +151,55 @@ def test_one_seed_rule():
     with pytest.raises(AsrprivError):
         derive_seed(1, 100000)
     assert FmpSettings(noise_seed=5).round_seed(3) == 500003
+    assert FmpSettings(noise_seed=5, noise_draw=2).round_seed(3) == 502003
     assert FmpSettings().round_seed(3) is None
     flower = pytest.importorskip("asrpriv_flower.settings")
     settings = flower.FlSettings(init="m.pt", train="t.tsv", run_dir="r", rounds=2,
                                  sample_rate=0.5, seed=3)
     assert settings.round_seed(3, 4) == derive_seed(3, 4) == 300004
+
+
+def test_recipes_derive_seeds_by_the_one_rule(tmp_path):
+    """The recipes' seeds come from the rule, never from their own arithmetic: one-shot noise
+    through recipe.sh's derive_seed (python -m asrpriv.federated.seeds), rounds through the
+    steps' --noise-seed S --noise-draw D (checked against the range before anything runs)."""
+    import re
+    import subprocess
+    import sys
+
+    from asrpriv.federated.seeds import derive_seed
+
+    for args, want in ((["3", "5", "2"], 302005), (["3", "5"], 300005), (["0", "999", "99"], 99999)):
+        assert want == derive_seed(*map(int, args))  # the rule, written out: S*100000 + D*1000 + T
+        out = subprocess.run([sys.executable, "-m", "asrpriv.federated.seeds", *args],
+                             capture_output=True, text=True)
+        assert out.returncode == 0 and out.stdout == f"{want}\n", out.stderr
+        env = {"PYTHON": sys.executable, "PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT / "src")}
+        sh = subprocess.run(["bash", "-c", f'. "{ROOT}/bin/lib/recipe.sh"; derive_seed "$@"', "_", *args],
+                            capture_output=True, text=True, env=env)
+        assert sh.returncode == 0 and sh.stdout == f"{want}\n", sh.stderr
+    for bad in (["3", "1000", "1"], ["3", "x"], ["3"], ["3", "1", "100"], ["-3", "1"]):
+        out = subprocess.run([sys.executable, "-m", "asrpriv.federated.seeds", *bad],
+                             capture_output=True, text=True)
+        assert out.returncode == 2 and out.stdout == "" and len(out.stderr.splitlines()) == 1, bad
+    # no recipe writes seed arithmetic of its own
+    for script in sorted((ROOT / "bin").iterdir()):
+        if script.is_file():
+            for n, line in enumerate(script.read_text(encoding="utf-8").splitlines(), 1):
+                assert not re.search(r"\$\(\([^)]*SEED", line), f"{script.name}:{n}: {line}"
+    # the round steps take the draw: refused without a seed, and out of the rule's range first
+    fmp = ["fmp-rounds", "--nbest", "n.tsv", "--nnlm", "m.pt", "--weights", "w.txt", "--background",
+           "u.counts", "--run-dir", str(tmp_path / "run"), "--epsilon", "1"]
+    res = run_cli([*fmp, "--rounds", "2", "--noise-draw", "1"])
+    assert res.exit_code == 2 and "--noise-draw applies to --noise-seed" in res.stderr
+    res = run_cli([*fmp, "--rounds", "1000", "--noise-seed", "3", "--noise-draw", "1",
+                   "--allow-seeded-test-noise"])
+    assert res.exit_code == 2 and "got round 1000, draw 1" in res.stderr, res.stderr
+    fl = ["fl-rounds", "--init", "m.pt", "--train", "t.tsv", "--run-dir", str(tmp_path / "fl"),
+          "--sample-rate", "0.5", "--clip", "1", "--noise-multiplier", "1", "--expected-clients", "1"]
+    res = run_cli([*fl, "--rounds", "2", "--noise-draw", "1"])
+    assert res.exit_code == 2 and "--noise-draw applies to --noise-seed" in res.stderr
+    res = run_cli([*fl, "--rounds", "1000", "--noise-seed", "3", "--noise-draw", "1",
+                   "--allow-seeded-test-noise"])
+    assert res.exit_code == 2 and "got round 1000, draw 1" in res.stderr, res.stderr
+    assert not (tmp_path / "run").exists() and not (tmp_path / "fl").exists()

@@ -47,6 +47,37 @@ def test_select_nbest_clients_best_and_references(tmp_path):
     assert oracle == "utt_id\tclient\trank\ttext\na_3\tA\t1\ta three\na_1\tA\t1\ta one\n"
 
 
+def test_select_nbest_client_parts_and_first(tmp_path):
+    """--part I --parts K and --first N of the listed clients, against the shell's head/tail
+    halves (n // 2 first, the rest) and list slices (what the recipes did with head/tail)."""
+    for n in (1, 2, 5, 6):
+        names = [f"M{i:02d}" for i in range(n)]
+        path = tmp_path / f"n{n}.tsv"
+        path.write_text("utt_id\tclient\trank\ttext\n" +
+                        "".join(f"{c}_1\t{c}\t1\tw\n" for c in reversed(names)))
+        half = n // 2
+        first_half = "".join(f"{c}\n" for c in names[:half])
+        rest = "".join(f"{c}\n" for c in names[half:])
+        assert _ok(run_cli(["select-nbest", "--list-clients", "--part", "1", "--parts", "2",
+                            str(path)])) == first_half
+        assert _ok(run_cli(["select-nbest", "--list-clients", "--part", "2", "--parts", "2",
+                            str(path)])) == rest
+        thirds = [_ok(run_cli(["select-nbest", "--list-clients", "--part", str(i), "--parts", "3",
+                               str(path)])) for i in (1, 2, 3)]
+        assert "".join(thirds) == "".join(f"{c}\n" for c in names)
+        assert _ok(run_cli(["select-nbest", "--list-clients", "--first", "3", str(path)])) == \
+            "".join(f"{c}\n" for c in names[:3])
+    # --every first, then --first: the 1st and 3rd of M00..M05's every 2nd
+    assert _ok(run_cli(["select-nbest", "--list-clients", "--every", "2", "--first", "2",
+                        str(tmp_path / "n6.tsv")])) == "M00\nM02\n"
+    res = run_cli(["select-nbest", "--list-clients", "--part", "3", "--parts", "2", str(path)])
+    assert res.exit_code == 2 and "--part" in res.stderr
+    res = run_cli(["select-nbest", "--list-clients", "--part", "1", str(path)])
+    assert res.exit_code == 2 and "--parts" in res.stderr
+    res = run_cli(["select-nbest", "--first", "1", str(path)])
+    assert res.exit_code == 2 and "--list-clients" in res.stderr
+
+
 def test_select_nbest_refuses_what_it_cannot_do(tmp_path):
     nbest, ref = _files(tmp_path)
     res = run_cli(["select-nbest", "--best", "--references", ref, nbest])

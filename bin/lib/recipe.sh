@@ -276,6 +276,13 @@ recipe_warnings_summary() {  # each distinct warning of OUT/warnings.log once, w
     done >&2
 }
 
+# ------------------------------------------------------------------ seeds of seeded (test) runs
+# derive_seed S T [D]: the seed of round (or item) T of draw D (default 0) from base seed S, by
+# the one rule of asrpriv.federated.seeds (S*100000 + D*1000 + T; exit 2 out of its range).
+# Steps with rounds take the base and the draw themselves (fl-rounds/fmp-rounds --noise-seed S
+# --noise-draw D); this is for one-shot noise (add-noise --seed). Recipes write no seed arithmetic.
+derive_seed() { "${PYTHON:-python3}" -m asrpriv.federated.seeds "$@"; }
+
 # ------------------------------------------------------------------ selections several recipes make
 nbest_1best() { asrpriv select-nbest -q --best "$1"; }           # Kaldi text of each utterance's 1-best
 ref_for() { asrpriv select-nbest -q --references "$2" "$1"; }    # ref_for NBEST REF: REF's lines of NBEST's utterances

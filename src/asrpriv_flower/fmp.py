@@ -266,6 +266,8 @@ class FmpServer:
 def settings_json(settings: FmpSettings) -> dict:
     """RUN/run.json: the run's settings, the round's, then Flower's (one flat record)."""
     run = asdict(settings.fmp)
+    if not run["round"].get("noise_draw"):  # draw 0 (the default) is left out: as before
+        run["round"].pop("noise_draw", None)
     return {**run, **run.pop("round"), "round_timeout": settings.round_timeout,
             "threads": settings.threads}
 

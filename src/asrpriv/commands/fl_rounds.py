@@ -55,7 +55,12 @@ from asrpriv.commands.options import FiniteFloat, common_options
 @click.option("--weight-cap", type=FiniteFloat(min=0.0, min_open=True), default=None, metavar="WORDS",
               help="DP: capped client weights min(words/WORDS, 1).")
 @click.option("--noise-seed", type=WholeNumber(), default=None,
-              help="Seed the noise (round t: NOISE_SEED*100000+t). NOT private: tests only.")
+              help="Seed the noise (round t of draw D: NOISE_SEED*100000+D*1000+t; "
+                   "asrpriv.federated.seeds). NOT private: tests only.")
+@click.option("--noise-draw", type=WholeNumber(min=0, max=99), default=0, metavar="D",
+              show_default=True,
+              help="With --noise-seed: the draw D of repeated seeded runs of one setting "
+                   "(0: a single run).")
 @click.option("--allow-seeded-test-noise", "allow_seeded", is_flag=True,
               help="Accept seeded noise and seeded sampling under DP (tests only).")
 @click.option("--confidence", default="none", show_default=True, metavar="none|hard:C|utterance|token",
@@ -81,7 +86,7 @@ from asrpriv.commands.options import FiniteFloat, common_options
 def fl_rounds(init_path, train_path, ids, utt2client, clients_path, run_dir, resume, rounds,
               sample_rate, sample_seed, seed, server, server_lr, beta1, beta2, eps, clip,
               noise_multiplier, expected_clients, expected_weight, weight_cap, noise_seed,
-              allow_seeded, confidence, lr, epochs, batch_size, train_only, max_words, threads,
+              noise_draw, allow_seeded, confidence, lr, epochs, batch_size, train_only, max_words, threads,
               device, batch_clients, save_deltas):
     """Run federated fine-tuning rounds (paper 001) in this process.
 
@@ -111,7 +116,7 @@ def fl_rounds(init_path, train_path, ids, utt2client, clients_path, run_dir, res
         hparams={"lr": server_lr, "beta1": beta1, "beta2": beta2, "eps": eps}, clip=clip,
         noise_multiplier=noise_multiplier, expected_clients=expected_clients,
         expected_weight=expected_weight, weight_cap=weight_cap, noise_seed=noise_seed,
-        allow_seeded=allow_seeded, training=training, confidence=confidence,
+        noise_draw=noise_draw, allow_seeded=allow_seeded, training=training, confidence=confidence,
         train_only=train_only, threads=threads, device=device, save_deltas=save_deltas,
         batch_clients=batch_clients)
     result = run_rounds(settings, resume=resume, talk=info, warn=warn)

@@ -16,7 +16,7 @@ from asrpriv.commands.options import FiniteFloat, WholeNumber
 
 #: the click parameter names of the block, in option order
 _NAMES = ("nbest", "nnlm", "weights_path", "background", "run_dir", "rounds", "sigma", "alpha",
-          "beta", "lam", "epsilon", "max_l1", "noise_seed", "allow_seeded")
+          "beta", "lam", "epsilon", "max_l1", "noise_seed", "noise_draw", "allow_seeded")
 
 
 def _options(run_dir_help: str, epsilon_help: str) -> list[Callable]:
@@ -47,7 +47,12 @@ def _options(run_dir_help: str, epsilon_help: str) -> list[Callable]:
                      show_default=True,
                      help="DP: per-utterance L1 bound (count-unigrams --unit utterance --max-l1)."),
         click.option("--noise-seed", type=WholeNumber(), default=None,
-                     help="Seed the noise (round t: NOISE_SEED*100000+t). NOT private: tests only."),
+                     help="Seed the noise (round t of draw D: NOISE_SEED*100000+D*1000+t; "
+                          "asrpriv.federated.seeds). NOT private: tests only."),
+        click.option("--noise-draw", type=WholeNumber(min=0, max=99), default=0, metavar="D",
+                     show_default=True,
+                     help="With --noise-seed: the draw D of repeated seeded runs of one setting "
+                          "(0: a single run)."),
         click.option("--allow-seeded-test-noise", "allow_seeded", is_flag=True,
                      help="Accept seeded noise (tests only)."),
     ]
@@ -68,7 +73,8 @@ def fmp_run_options(run_dir_help: str, epsilon_help: str) -> Callable:
                 background=v["background"], run_dir=v["run_dir"], rounds=v["rounds"],
                 round=FmpSettings(sigma=v["sigma"], alpha=v["alpha"], beta=v["beta"],
                                   lam=v["lam"], epsilon=v["epsilon"], max_l1=v["max_l1"],
-                                  noise_seed=v["noise_seed"], allow_seeded=v["allow_seeded"]))
+                                  noise_seed=v["noise_seed"], allow_seeded=v["allow_seeded"],
+                                  noise_draw=v["noise_draw"]))
             return func(fmp=fmp, **kwargs)
 
         for option in reversed(_options(run_dir_help, epsilon_help)):

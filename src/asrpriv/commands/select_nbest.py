@@ -32,6 +32,13 @@ from asrpriv.commands.options import common_options, output_option
               help="With --list-clients: only the 1st, (K+1)th, (2K+1)th... client (e.g. every "
                    "4th meeting tunes, the others evaluate).")
 @click.option("--others", is_flag=True, help="With --every: the clients it leaves out.")
+@click.option("--part", type=WholeNumber(min=1), default=None, metavar="I",
+              help="With --list-clients and --parts K: then only part I of K contiguous parts "
+                   "of the list (of n: clients floor((I-1)n/K)+1 .. floor(In/K); K = 2: halves).")
+@click.option("--parts", type=WholeNumber(min=1), default=None, metavar="K",
+              help="With --part: the number of parts.")
+@click.option("--first", type=WholeNumber(min=1), default=None, metavar="N",
+              help="With --list-clients: then only the first N clients (all when fewer).")
 @click.option("--utt2client", default=None, metavar="MAP",
               help="With --list-clients: list the clients of this Kaldi map (utt_id client, e.g. "
                    "utt2spk: speakers) instead of the client column.")
@@ -45,7 +52,8 @@ from asrpriv.commands.options import common_options, output_option
 @output_option
 @common_options
 def select_nbest(input_path, clients, exclude_clients, max_per_client, top, best, ref_path,
-                 rows_path, list_clients, every, others, utt2client, out_format, words, output):
+                 rows_path, list_clients, every, others, part, parts, first, utt2client, out_format,
+                 words, output):
     """Select from an N-best TSV (columns found by name): rows of some clients (default: an
     N-best TSV with the input's header), or, of the selected utterances, the 1-best text
     (--best), the references (--references), reference rows (--reference-rows) or the
@@ -54,6 +62,7 @@ def select_nbest(input_path, clients, exclude_clients, max_per_client, top, best
     \b
     Examples:
       asrpriv select-nbest --list-clients --every 4 dev.tsv         # tuning meetings
+      asrpriv select-nbest --list-clients --part 1 --parts 2 adapt.tsv   # the first half
       asrpriv select-nbest --clients "ES2011b ES2011c" --max-per-client 40 dev.tsv -o part.tsv
       asrpriv select-nbest --best rescored.tsv -o hyp.txt
       asrpriv select-nbest --references ref.txt part.tsv -o part.ref
@@ -64,5 +73,6 @@ def select_nbest(input_path, clients, exclude_clients, max_per_client, top, best
                             max_per_client=max_per_client, top=top, best=best,
                             references=ref_path, reference_rows=rows_path,
                             list_clients=list_clients, every=every, others=others,
+                            part=part, parts=parts, first=first,
                             utt2client=utt2client, output=output, out_format=out_format,
                             words=words))

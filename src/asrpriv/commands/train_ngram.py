@@ -25,8 +25,9 @@ from asrpriv.commands.options import FiniteFloat, common_options, info, output_o
               help="Train a class LM: write its membership file here (SRILM -classes format, "
                    "'CLASS p word', p = P(word|CLASS) from counts) and the ARPA over class tokens "
                    "(<PER>, ...) to -o. Members come from --spans (Kaldi text, --ids implied).")
-@click.option("--spans", "spans_path", metavar="FILE", default=None,
-              help="With --classes: entity spans of TEXT (the TSV of examples/data/ami/ne/).")
+@click.option("--spans", "spans_path", metavar="FILE", multiple=True,
+              help="With --classes: entity spans of TEXT (the TSV of examples/data/ami/ne/); "
+                   "repeat it for a TEXT that is several texts one after the other.")
 @click.option("--class-names", default="PER,LOC,ORG,TIME,NUM", show_default=True, metavar="C1,C2,...",
               help="With --classes: the entity classes that become LM classes.")
 @click.option("--member-share", type=FiniteFloat(0.0, 1.0, min_open=True), default=0.5,
@@ -42,7 +43,7 @@ from asrpriv.commands.options import FiniteFloat, common_options, info, output_o
 @output_option
 @common_options
 def train_ngram(text: str, order: int, ids: bool, vocab_path: str | None, discount_fallback: bool,
-                classes_out: str | None, spans_path: str | None, class_names: str,
+                classes_out: str | None, spans_path: tuple[str, ...], class_names: str,
                 member_share: float, precision: int, output: str, public: bool = False) -> None:
     """Train an interpolated modified Kneser-Ney LM on TEXT and write it as ARPA (log10).
 
@@ -63,7 +64,7 @@ def train_ngram(text: str, order: int, ids: bool, vocab_path: str | None, discou
 
     result = run(TrainSettings(text=text, order=order, ids=ids, vocab=vocab_path,
                                discount_fallback=discount_fallback, classes_out=classes_out,
-                               spans=spans_path, class_names=class_names,
+                               spans=list(spans_path) or None, class_names=class_names,
                                member_share=member_share, precision=precision, output=output,
                                public=public))
     for line in result.notes():

@@ -53,8 +53,10 @@ class FmpSettings:
         epsilon: None = no DP; else each round's new counts are released with this epsilon.
         max_l1: with DP, the per-utterance L1 bound of the counts (pseudo-counts).
         noise_seed: None = noise from the OS's secure source; an int makes it repeatable and
-            NOT private (round t uses noise_seed * 100000 + t: asrpriv.federated.seeds).
+            NOT private (round t of draw d uses noise_seed * 100000 + d * 1000 + t:
+            asrpriv.federated.seeds).
         allow_seeded: accept counts with seeded noise (tests only).
+        noise_draw: with noise_seed, the draw d (0: a run without repeated draws).
     """
 
     sigma: float = 5.0
@@ -65,6 +67,7 @@ class FmpSettings:
     max_l1: float = 15.0
     noise_seed: int | None = None
     allow_seeded: bool = False
+    noise_draw: int = 0
 
     def __post_init__(self) -> None:  # numbers as floats: the files record them (#sigma=5.0)
         for name in ("sigma", "alpha", "beta", "lam", "max_l1"):
@@ -84,6 +87,8 @@ class FmpSettings:
         if self.noise_seed is not None and self.epsilon and not self.allow_seeded:
             raise AsrprivError(f"{arg('noise_seed')} makes the noise NOT private: add "
                                f"{arg('allow_seeded_test_noise')} (tests only)")
+        if self.noise_draw and self.noise_seed is None:
+            raise AsrprivError(f"{arg('noise_draw')} applies to {arg('noise_seed')}")
         FmaSettings(self.alpha, self.beta, self.lam).validate(True, True)
 
     @property
@@ -94,7 +99,7 @@ class FmpSettings:
         """The noise seed of round ``t`` (None: the OS's secure source)."""
         from asrpriv.federated.seeds import derive_seed
 
-        return derive_seed(self.noise_seed, t)
+        return derive_seed(self.noise_seed, t, self.noise_draw)
 
 
 # ---------------------------------------------------------------------------- client side
@@ -253,6 +258,10 @@ def check_run(settings: FmpSettings, rounds: int, inputs: Iterable[str], run_dir
     settings.validate()
     if isinstance(rounds, bool) or not isinstance(rounds, int) or rounds < 1:
         raise AsrprivError(f"{arg('rounds')} must be >= 1")
+    if settings.epsilon:
+        from asrpriv.federated.seeds import check_rounds
+
+        check_rounds(settings.noise_seed, rounds, settings.noise_draw)
     for path in inputs:
         if not os.path.isfile(path):
             raise AsrprivError(f"{path}: no such file")

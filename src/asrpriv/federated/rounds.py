@@ -16,8 +16,9 @@ loads:
    (:mod:`asrpriv.federated.batched`; the same deltas within its stated tolerance);
 3. **server round** (:func:`server_round`): :func:`asrpriv.federated.aggregate.run_round`, the
    function ``aggregate --server`` runs (FedAvg / FedAdam, clipping, the Gaussian mechanism
-   with the fixed denominator, noise seed ``noise_seed * 100000 + t`` when given, the
-   privacy history), writing ``RUN/model-t.pt`` and ``RUN/state.pt``.
+   with the fixed denominator, noise seed ``noise_seed * 100000 + noise_draw * 1000 + t``
+   when given: :mod:`asrpriv.federated.seeds`, the privacy history), writing
+   ``RUN/model-t.pt`` and ``RUN/state.pt``.
 
 Under DP every round is one release: a round whose cohort is empty (or whose clients all had
 no training words) releases the noise alone (S = 0), so that ``privacy-report`` of
@@ -95,6 +96,9 @@ class RoundSettings:
     batch_clients: int = 1
     #: tests only: "client" or "client@round" -> "raise" or "sleep:SECONDS" (Flower only)
     test_faults: dict = field(default_factory=dict)
+    #: with noise_seed: the noise draw d of round t's seed (asrpriv.federated.seeds: 0 = a run
+    #: without repeated draws; a recipe's k-th draw of one setting is draw k)
+    noise_draw: int = 0
 
     def dp(self):
         """The server's :class:`asrpriv.federated.aggregate.DpSettings` (inactive without DP)."""
@@ -106,10 +110,10 @@ class RoundSettings:
         return DpSettings(self.noise_multiplier, self.clip, self.expected_clients,
                           self.expected_weight, self.weight_cap, self.sample_rate)
 
-    def round_seed(self, base: int | None, t: int) -> int | None:
-        from asrpriv.federated.seeds import derive_seed  # the one rule: base * 100000 + t
+    def round_seed(self, base: int | None, t: int, draw: int = 0) -> int | None:
+        from asrpriv.federated.seeds import derive_seed  # the one rule
 
-        return derive_seed(base, t)
+        return derive_seed(base, t, draw)
 
     def noised(self) -> bool:
         """Whether each round releases Gaussian noise (DP with z > 0)."""
@@ -122,6 +126,8 @@ def settings_json(settings: RoundSettings) -> dict:
 
     value = asdict(settings)
     value.pop("test_faults", None)
+    if not value.get("noise_draw"):  # draw 0 (the default) is left out: run.json as before
+        value.pop("noise_draw", None)
     return value
 
 
@@ -220,6 +226,12 @@ def check_settings(settings: RoundSettings) -> None:
     if settings.noise_seed is not None and settings.noise_multiplier and not settings.allow_seeded:
         raise AsrprivError("--noise-seed makes the noise NOT private: add "
                            "--allow-seeded-test-noise (tests only)")
+    from asrpriv.federated.seeds import check_rounds
+
+    if settings.noise_draw and settings.noise_seed is None:
+        raise AsrprivError(f"{arg('noise_draw')} applies to {arg('noise_seed')}")
+    check_rounds(settings.seed, settings.rounds)
+    check_rounds(settings.noise_seed, settings.rounds, settings.noise_draw)
     if settings.sample_seed is not None and settings.noise_multiplier and not settings.allow_seeded:
         raise AsrprivError("--sample-seed makes every round's cohort public, and the epsilon "
                            "assumes secret sampling: leave it out under DP (the OS's secure "
@@ -376,7 +388,7 @@ def server_round(settings: RoundSettings, t: int, cohort: list[str], payloads: d
     out = model_path(s.run_dir, t)
     state = os.path.join(s.run_dir, "state.pt")
     dp = s.dp()
-    noise_seed = s.round_seed(s.noise_seed, t)
+    noise_seed = s.round_seed(s.noise_seed, t, s.noise_draw)
     seeded_sampling = s.sample_seed is not None
     report = None
     while True:  # a delta that fails aggregate's checks drops its client; nothing is written

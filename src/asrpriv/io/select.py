@@ -40,6 +40,16 @@ def every_kth(items: list[str], k: int, others: bool = False) -> list[str]:
     return [x for i, x in enumerate(items) if (i % k == 0) != others]
 
 
+def contiguous_part(items: list[str], part: int, parts: int) -> list[str]:
+    """Part ``part`` (1-based) of ``parts`` contiguous parts of ``items``: items
+    floor((part-1) n / parts) .. floor(part n / parts) - 1 (0-based), n = len(items)."""
+    if not 1 <= part <= parts:
+        raise AsrprivError(f"{arg('part')} must be between 1 and {arg('parts')} ({parts}), "
+                           f"got {part}")
+    n = len(items)
+    return items[(part - 1) * n // parts:part * n // parts]
+
+
 def select_utterances(path: str, clients: set[str] | None = None,
                       exclude: set[str] = frozenset(), max_per_client: int | None = None,
                       ) -> tuple[NbestReader, Iterator]:
@@ -122,6 +132,10 @@ class SelectNbestSettings:
             Kaldi text ``references``, an N-best TSV of the references of ``reference_rows``,
             or the distinct clients, sorted.
         every / others: with ``list_clients``, the 1st, (K+1)th, ... client, or the others.
+        part / parts: with ``list_clients``, then part I of K contiguous parts of the list:
+            of n clients, part I holds clients floor((I-1) n / K) + 1 .. floor(I n / K)
+            (1-based; K = 2: the first half, rounded down, and the rest).
+        first: with ``list_clients``, then only the first N clients (all when fewer).
         utt2client: with ``list_clients``, a Kaldi map (``utt_id client``) whose clients are
             listed instead of the TSV's client column (e.g. ``adapt/utt2spk``: speakers, the
             unit of user-level DP); every selected utterance must be in it.
@@ -139,6 +153,9 @@ class SelectNbestSettings:
     list_clients: bool = False
     every: int | None = None
     others: bool = False
+    part: int | None = None
+    parts: int | None = None
+    first: int | None = None
     utt2client: str | None = None
     output: str = "-"
     #: ``kaldi``: with ``best`` or ``references``, ``output`` is a Kaldi wspecifier and the
@@ -180,6 +197,17 @@ def _write_lines(out: IO[str], lines: Iterable[str]) -> int:
     return n
 
 
+def _pick_clients(names: list[str], s: SelectNbestSettings) -> list[str]:
+    """The listed clients after ``every``/``others``, then ``part`` of ``parts``, then ``first``."""
+    if s.every:
+        names = every_kth(names, s.every, s.others)
+    if s.parts:
+        names = contiguous_part(names, s.part, s.parts)
+    if s.first:
+        names = names[:s.first]
+    return names
+
+
 def select_nbest(s: SelectNbestSettings) -> SelectResult:
     """``select-nbest``: the rows of some clients of an N-best TSV (an N-best TSV with the
     input's header), or of the selected utterances the 1-best text, the references, reference
@@ -196,11 +224,16 @@ def select_nbest(s: SelectNbestSettings) -> SelectResult:
         raise AsrprivError(f"{arg('every')} and {arg('others')} apply to {arg('list_clients')}")
     if s.others and not s.every:
         raise AsrprivError(f"{arg('others')} needs {arg('every')} K")
+    if (s.part is None) != (s.parts is None):
+        raise AsrprivError(f"{arg('part')} and {arg('parts')} go together")
+    if (s.parts or s.first) and not s.list_clients:
+        raise AsrprivError(f"{arg('part')} and {arg('first')} apply to {arg('list_clients')}")
     if s.utt2client and not s.list_clients:
         raise AsrprivError(f"{arg('utt2client')} applies to {arg('list_clients')}")
     if s.top and modes:
         raise AsrprivError(f"{arg('top')} selects rows of the TSV output, not of {modes[0]}")
-    _at_least_one(max_per_client=s.max_per_client, top=s.top, every=s.every)
+    _at_least_one(max_per_client=s.max_per_client, top=s.top, every=s.every, part=s.part,
+                  parts=s.parts, first=s.first)
     keep = _names(s.clients)
     drop = _names(s.exclude_clients) or set()
     if s.out_format == "kaldi" and not (s.best or s.references):
@@ -231,16 +264,12 @@ def select_nbest(s: SelectNbestSettings) -> SelectResult:
                 raise InputError(s.utt2client, None, f"utterance {missing[0]!r} of {s.input} has "
                                                      f"no client ({len(missing)} such)")
             names = sorted({client_of[utt.utt_id] for utt in utterances})
-            if s.every:
-                names = every_kth(names, s.every, s.others)
-            n = _write_lines(out, (f"{name}\n" for name in names))
+            n = _write_lines(out, (f"{name}\n" for name in _pick_clients(names, s)))
         elif s.list_clients:
             if "client" not in reader.index:
                 raise InputError(s.input, 1, "no 'client' column")
             names = sorted({utt.client for utt in utterances})
-            if s.every:
-                names = every_kth(names, s.every, s.others)
-            n = _write_lines(out, (f"{name}\n" for name in names))
+            n = _write_lines(out, (f"{name}\n" for name in _pick_clients(names, s)))
         else:
             n = write_nbest(reader, utterances, out, s.top)
     return SelectResult(s.output, n)

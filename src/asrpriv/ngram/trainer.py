@@ -143,7 +143,8 @@ __all__ = ["TrainedModel", "train", "train_arpa", "UNK_ID", "EOS_ID", "BOS_ID"]
 @dataclass
 class TrainSettings:
     """The settings of ``train-ngram``: ``order`` 1-9, ``vocab`` a closed word list (None:
-    open), ``classes_out``/``spans`` a class LM's membership file and entity spans,
+    open), ``classes_out``/``spans`` a class LM's membership file and entity spans (a file,
+    or several: the spans of text that is their texts one after the other),
     ``precision`` digits of the log10 numbers, ``output`` the ARPA (``-`` = stdout);
     ``public`` declares the text public (else the ARPA records ``#private_raw``)."""
 
@@ -153,7 +154,7 @@ class TrainSettings:
     vocab: str | None = None
     discount_fallback: bool = False
     classes_out: str | None = None
-    spans: str | None = None
+    spans: str | Sequence[str] | None = None
     class_names: str = "PER,LOC,ORG,TIME,NUM"
     member_share: float = 0.5
     precision: int = 7
@@ -241,7 +242,8 @@ def train_ngram(s: TrainSettings) -> TrainResult:
     if not s.ids and s.classes_out is None:
         sentences = _warn_if_ids(sentences, s.text)
     class_map = None
-    if (s.classes_out is None) != (s.spans is None):
+    spans = None if s.spans is None else [s.spans] if isinstance(s.spans, str) else list(s.spans)
+    if (s.classes_out is None) != (not spans):
         raise AsrprivError(f"{arg('classes')} FILE and {arg('spans')} FILE go together")
     if s.classes_out is not None:
         if vocab is not None:
@@ -249,11 +251,12 @@ def train_ngram(s: TrainSettings) -> TrainResult:
         from asrpriv.io.kaldi import iter_text
         from asrpriv.io.output import check_writable
         from asrpriv.ngram.classes import membership_from_spans
-        from asrpriv.sanitize.spans import read_spans
+        from asrpriv.sanitize.spans import read_span_files
 
         check_writable(s.classes_out, arg("classes"))
-        spans_by_utt = read_spans(s.spans)
-        inputs.add_text(s.spans, s.public)  # annotations of the text: the text's state
+        spans_by_utt = read_span_files(spans)
+        for path in spans:
+            inputs.add_text(path, s.public)  # annotations of the text: the text's state
         utts = [(utt, words) for _lineno, utt, words in iter_text(s.text)]
         names = [c.strip() for c in s.class_names.split(",") if c.strip()]
         class_map, _counts = membership_from_spans(utts, spans_by_utt, names, s.member_share)

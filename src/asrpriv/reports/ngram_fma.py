@@ -235,7 +235,8 @@ def intro(run: Run, a: argparse.Namespace, g: _Grid, base: dict, weights: dict, 
     """The title and the paragraphs above the tables: data, run time, method, clients and weights,
     intervals, DP draws and the rule of the choice."""
     out, draws, boot = run.out, g.draws, base.get("bootstrap") or {}
-    noise = (f"seeded (NOISE_SEED={a.noise_seed}; draw k uses NOISE_SEED + k - 1): repeatable and NOT private"
+    noise = (f"seeded (NOISE_SEED={a.noise_seed}; draw k uses seed(NOISE_SEED, 0, k) = NOISE_SEED * 100000 + "
+             "k * 1000, asrpriv.federated.seeds): repeatable and NOT private"
              if a.noise_seed else "from the OS's secure source (private)")
     tune = run.report(BASELINE, "tune-wer")
     text = [f"# n-gram FMA (paper 003 §2.3) on the dev N-best lists ({'reduced' if a.reduced == '1' else 'full'} run)",

@@ -84,6 +84,23 @@ def read_spans(path: str) -> dict[str, list[Span]]:
     return by_utt
 
 
+def read_span_files(paths: str | Iterable[str]) -> dict[str, list[Span]]:
+    """:func:`read_spans` of one file or of several (the spans of a text that is their texts
+    one after the other, e.g. ``train-ngram --spans A --spans B``): the same dict as
+    :func:`read_spans` of the files concatenated (one header). An utterance with spans in
+    two files is an InputError (the texts are distinct utterances)."""
+    paths = [paths] if isinstance(paths, str) else list(paths)
+    merged: dict[str, list[Span]] = {}
+    first: dict[str, str] = {}
+    for path in paths:
+        for utt, spans in read_spans(path).items():
+            if utt in merged:
+                raise InputError(path, spans[0].lineno, f"utterance {utt} has spans in "
+                                                        f"{first[utt]} too")
+            merged[utt], first[utt] = spans, path
+    return merged
+
+
 def write_spans(out: IO[str], spans: Iterable[Span], header: bool = True) -> None:
     """Write spans as TSV rows (with the header line first unless ``header`` is False)."""
     if header:
