@@ -564,6 +564,17 @@ def pick_lowest(candidates: list[tuple[str, str]], key: str) -> tuple[str, list[
     return candidates[best][0], values, on_grid_edge(best, len(values))
 
 
+def lowest_mean(candidates: list[tuple[str, list[float]]]) -> tuple[str, float, bool]:
+    """``pick-best``'s rule over candidates with several values each (noise draws): the label
+    with the lowest mean, that mean, and whether it lies on the edge of the grid. CANDIDATES:
+    (label, its values), in grid order; ties go to the first."""
+    if not candidates:
+        raise ValueError("lowest_mean: no candidate")
+    means = [sum(v) / len(v) for _label, v in candidates]
+    best = min(range(len(means)), key=lambda i: (means[i], i))
+    return candidates[best][0], means[best], on_grid_edge(best, len(means))
+
+
 def on_grid_edge(position: int, size: int) -> bool:
     """The grid-edge rule of every step that chooses on a grid (``pick-best``,
     ``tune-weights``): the choice is the first or the last of two or more grid points, so

@@ -50,15 +50,12 @@ def build_sources(sources: list[str]) -> list[str]:
 
 
 def choose(candidates: list[tuple[str, list[float]]]) -> tuple[str, float, bool]:
-    """The candidate with the lowest mean tuning WER: (label, that mean, whether it lies on the
-    edge of the grid -- the first or the last of two or more). CANDIDATES: (label, the tuning
-    WERs of its draws; one value without noise), in grid order; ties go to the first, as
-    ``asrpriv pick-best`` does."""
-    if not candidates:
-        raise ValueError("choose: no candidate")
-    means = [sum(v) / len(v) for _label, v in candidates]
-    best = min(range(len(means)), key=lambda i: (means[i], i))
-    return candidates[best][0], means[best], len(means) > 1 and best in (0, len(means) - 1)
+    """The candidate with the lowest mean tuning WER, by the library's rule
+    (:func:`asrpriv.io.select.lowest_mean`, as ``asrpriv pick-best`` chooses): (label, that
+    mean, whether it lies on the edge of the grid)."""
+    from asrpriv.io.select import lowest_mean
+
+    return lowest_mean(candidates)
 
 
 class Run:
