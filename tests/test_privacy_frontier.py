@@ -80,13 +80,14 @@ def test_frontier_report_on_made_up_points(tmp_path):
     assert (out / "frontier.png").stat().st_size > 1000
 
 
-def test_clients_helper(tmp_path, capsys):
-    assert frontier.main(["clients", str(AMI / "dev" / "nbest.tsv"), "--every", "4", "--pick", "tune"]) == 0
-    assert capsys.readouterr().out.split() == ["ES2011a", "IS1008a"]
-    bad = tmp_path / "bad.tsv"
-    bad.write_text("utt_id\trank\ttext\nu1\t1\thi\n")
-    assert frontier.main(["clients", str(bad)]) == 2
-    assert f"{bad}:1: no 'client' column" in capsys.readouterr().err
+def test_report_module_computes_no_client_lists():
+    """The recipe's client lists and q N come from steps (select-nbest --list-clients, sample-
+    clients --expected): the report module offers only `report` (issue 39: reports format)."""
+    with pytest.raises(SystemExit):
+        frontier.main(["clients", str(AMI / "dev" / "nbest.tsv")])
+    text = (ROOT / "bin" / "privacy-frontier").read_text()
+    assert "report_mod clients" not in text and "report_mod expected-clients" not in text
+    assert "select-nbest" in text and "sample-clients -q --expected" in text
 
 
 def test_help_lists_knobs():

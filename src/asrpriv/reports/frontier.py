@@ -1,8 +1,6 @@
 """The privacy-utility frontier of bin/privacy-frontier: WER against epsilon for three methods.
 
     python -m asrpriv.reports.frontier report [--data DATA_DIR] [--seconds S] [--settings TEXT] OUT
-    python -m asrpriv.reports.frontier clients NBEST [--every K --pick tune|eval]
-    python -m asrpriv.reports.frontier expected-clients CLIENTS RATE
 
 `report` reads OUT/points/METHOD/SETTING/dN/wer.json (asrpriv score-wer --format json --bootstrap
 --compare: WER in percent, 95% bootstrap percentile intervals over utterances), OUT/privacy/zZ.json
@@ -20,9 +18,8 @@ Methods and SETTING directories:
               the adaptation 1-best, SETTING eps<E> or inf; unit: one adaptation utterance.
 A DP row's WER is the mean over its noise draws; its interval is the union of the draws' 95%
 bootstrap intervals (lowest lower bound, highest upper bound), so it covers both the noise and the
-sampling of utterances. The `clients` and `expected-clients` helpers give the recipe its client
-lists (read by asrpriv.io.select.clients_of, the N-best reader of asrpriv.io.nbest: the same
-lists as `select-nbest --list-clients --every K [--others]`) and q N without awk.
+sampling of utterances. The recipe's client lists come from `select-nbest --list-clients` and
+q N from `sample-clients --expected` (steps, not this report).
 """
 
 from __future__ import annotations
@@ -252,31 +249,9 @@ def main(argv: list[str] | None = None) -> int:
     r.add_argument("--settings", default="")
     r.add_argument("--command", default="")
     r.add_argument("--delta", type=float, default=1e-5)
-    c = sub.add_parser("clients", help="the sorted clients of an N-best TSV, one a line")
-    c.add_argument("nbest")
-    c.add_argument("--every", type=int, default=0, help="with --pick: every K-th client (sorted) is a tuning client")
-    c.add_argument("--pick", choices=["tune", "eval", "all"], default="all")
-    e = sub.add_parser("expected-clients", help="q N: RATE times the number of lines of CLIENTS")
-    e.add_argument("clients")
-    e.add_argument("rate", type=float)
     a = ap.parse_args(argv)
     try:
-        if a.cmd == "report":
-            return report(a.out, a.data, a.seconds, a.settings, a.command, a.delta)
-        if a.cmd == "clients":
-            from asrpriv.io.select import clients_of, every_kth
-
-            names = clients_of(a.nbest)         # the one N-best reader (asrpriv.io.nbest)
-            if a.pick != "all":
-                if a.every < 1:
-                    raise ValueError("--pick needs --every K >= 1")
-                names = every_kth(names, a.every, others=a.pick == "eval")
-            print("\n".join(names))
-            return 0
-        with open(a.clients, encoding="utf-8") as f:
-            n = sum(1 for line in f if line.strip())
-        print(f"{a.rate * n:.6g}")
-        return 0
+        return report(a.out, a.data, a.seconds, a.settings, a.command, a.delta)
     except (ValueError, OSError, AsrprivError) as err:
         print(f"frontier-report: {err}", file=sys.stderr)
         return 2
