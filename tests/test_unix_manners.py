@@ -132,6 +132,22 @@ def test_o_dev_stdout_into_a_pipe(step, small):
         assert piped == expected
 
 
+def test_split_nbest_one_part_to_a_stream(small):
+    """split-nbest's -o names a directory of parts; with --parts 1, /dev/stdout (or '-')
+    receives the one part as a TSV stream, equal to DIR/part-0.tsv; more parts to a stream
+    exit 2 with one line."""
+    a = _asrpriv()
+    piped = _bash(f"{a} split-nbest -q nbest.tsv -o /dev/stdout | cat", small).stdout
+    _bash(f"{a} split-nbest -q nbest.tsv -o split1", small)
+    assert piped == (small / "split1" / "part-0.tsv").read_bytes() and piped
+    dash = _bash(f"{a} split-nbest -q nbest.tsv -o - | cat", small).stdout
+    assert dash == piped
+    refused = _bash(f"{a} split-nbest -q --parts 2 nbest.tsv -o /dev/stdout | cat", small,
+                    check=False)
+    assert refused.returncode == 2
+    assert b"a stream holds one part" in refused.stderr and refused.stderr.count(b"\n") == 1
+
+
 def _data_lines(raw: bytes) -> list[bytes]:
     return [line for line in raw.splitlines() if not line.startswith(b"#")]
 

@@ -23,7 +23,8 @@ from asrpriv.commands.options import common_options, info
               help="Map utterance id -> client (default: the 'client' column).")
 @click.option("-o", "--output-dir", "output_dir", required=True, metavar="DIR",
               help="Write DIR/part-0.tsv ... DIR/part-(K-1).tsv, each an N-best TSV with the "
-                   "input's header; written atomically.")
+                   "input's header; written atomically. With --parts 1, '-', /dev/stdout, "
+                   "/dev/fd/N or >(cmd) receive the one part as a TSV stream.")
 @common_options
 def split_nbest(input_path, parts, clients, exclude_clients, max_per_client, utt2client, output_dir):
     """Split an N-best TSV by client into time-ordered parts.

@@ -24,6 +24,11 @@ def split_by_client(path: str, parts: int, output_dir: str, keep: set[str] | Non
     Utterances stay in file order within each part. The whole input is held in memory
     (a client's utterances must be counted before they can be cut).
     """
+    if parts != 1 and is_stream(output_dir):
+        from asrpriv.errors import AsrprivError
+
+        raise AsrprivError(f"{output_dir}: a stream holds one part; give {arg('parts')} 1, or a "
+                           f"directory for {parts} parts")
     reader = NbestReader(path)
     if client_of is None and "client" not in reader.index:
         raise InputError(path, 1, f"no 'client' column: give {arg('utt2client')}")
@@ -49,14 +54,28 @@ def split_by_client(path: str, parts: int, output_dir: str, keep: set[str] | Non
                 part_of[(client, i)] = k
             sizes[k][client] = size
             start += size
+    def write_part(k: int, target: str) -> None:
+        with open_output(target) as stream:
+            write_header(stream, reader.columns)
+            for client, i in order:
+                if part_of[(client, i)] == k:
+                    write_rows(stream, (h.values for h in by_client[client][i].hyps))
+
+    if is_stream(output_dir):  # '-', /dev/stdout, /dev/fd/N, >(cmd): one part, as a TSV stream
+        write_part(0, output_dir)
+        return sizes
     with atomic_directory(output_dir) as directory:  # all parts or none; no empty directory
         for k in range(parts):
-            with open_output(os.path.join(directory, f"part-{k}.tsv")) as stream:
-                write_header(stream, reader.columns)
-                for client, i in order:
-                    if part_of[(client, i)] == k:
-                        write_rows(stream, (h.values for h in by_client[client][i].hyps))
+            write_part(k, os.path.join(directory, f"part-{k}.tsv"))
     return sizes
+
+
+def is_stream(target: str) -> bool:
+    """``-`` or a path naming a descriptor (``/dev/stdout``, ``/dev/fd/N``, a process
+    substitution): a stream that holds one N-best TSV, not a directory of parts."""
+    from asrpriv.io.output import descriptor_of
+
+    return str(target) == "-" or descriptor_of(str(target)) is not None
 
 
 @dataclass
