@@ -326,3 +326,31 @@ def test_lm_files_from_stdin(small):
     assert both.returncode == 2 and b"only one input can come from standard input" in both.stderr
     bad = _bash(f"echo nonsense | {a} rescore-nbest -q --ngram - nbest.tsv", small, check=False)
     assert bad.returncode == 2 and b"<stdin>" in bad.stderr and b"asrpriv-stdin" not in bad.stderr
+
+
+@pytest.mark.parametrize("signame, expected", [("SIGHUP", -1), ("SIGINT", 130)])
+def test_signal_wrapped_by_a_library_is_not_an_internal_error(signame, expected):
+    """A signal that arrives while a library holds the stack (torch.save wraps what its write
+    callback raises in RuntimeError: SIGHUP during finetune-lm's save) ends the step as the
+    signal says (killed by SIGHUP; 130 for Ctrl-C), never exit 1 'internal error' (issue 37)."""
+    import signal
+    import sys
+
+    code = f"""
+import signal, click
+from asrpriv import cli
+
+@click.command("boom")
+def boom():
+    try:
+        cli._raise_terminated(signal.{signame}, None)
+    except BaseException as err:
+        raise RuntimeError("a C extension wrapped it") from err
+
+cli.COMMANDS["boom"] = ("__main__:boom", "test only")
+cli.main(["boom"])
+"""
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    want = -getattr(signal, signame) if expected == -1 else expected
+    assert proc.returncode == want, proc.stderr
+    assert "internal error" not in proc.stderr

@@ -125,6 +125,8 @@ class LazyGroup(click.Group):
             wrapped.prog = f"asrpriv {ctx.invoked_subcommand or ''}".strip()
             raise StepFailed(wrapped) from None
         except Exception as err:  # noqa: BLE001 - the last line of defence
+            if _STOPPED_BY is not None:  # a signal, wrapped by a library: exit as the signal says
+                raise Terminated(_STOPPED_BY) from None
             if ctx.meta.get("asrpriv.verbose"):
                 raise
             wrapped = InternalError(f"internal error: {type(err).__name__}: {err} "
@@ -231,7 +233,15 @@ class Terminated(BaseException):
         self.signum = signum
 
 
+#: the signal that stopped the step, once one arrived (None before): a library that turns the
+#: raised Terminated into an error of its own (torch's writers wrap what a callback raises in
+#: RuntimeError) must not make a stopped step look like a crash
+_STOPPED_BY: int | None = None
+
+
 def _raise_terminated(signum: int, _frame) -> None:
+    global _STOPPED_BY
+    _STOPPED_BY = signum
     raise Terminated(signum)
 
 
