@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import click
 
-from asrpriv.commands.options import WholeNumber
-
-from asrpriv.commands.options import FiniteFloat, common_options, seed_option
+from asrpriv.commands.options import FiniteFloat, WholeNumber, common_options, seed_option
 
 METHODS = ("ward", "divisive", "constrained", "random", "kmeans")
 

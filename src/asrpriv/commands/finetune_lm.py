@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import click
 
-from asrpriv.commands.options import WholeNumber
-
-from asrpriv.commands.options import FiniteFloat, check_output_path, common_options, seed_option
+from asrpriv.commands.options import (FiniteFloat, WholeNumber, check_output_path, common_options,
+                                      seed_option)
 
 
 @click.command("finetune-lm")

@@ -9,10 +9,8 @@ from __future__ import annotations
 
 import click
 
-from asrpriv.commands.options import WholeNumber
-
 from asrpriv.commands.fmp_options import fmp_run_options
-from asrpriv.commands.options import FiniteFloat, common_options
+from asrpriv.commands.options import FiniteFloat, WholeNumber, common_options
 
 
 @click.command("fl-fmp")

@@ -5,9 +5,7 @@ from __future__ import annotations
 
 import click
 
-from asrpriv.commands.options import WholeNumber
-
-from asrpriv.commands.options import FiniteFloat, common_options, output_option
+from asrpriv.commands.options import FiniteFloat, WholeNumber, common_options, output_option
 
 
 @click.command("fma-adapt")

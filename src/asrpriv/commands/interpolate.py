@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import click
 
-from asrpriv.commands.options import WholeNumber
-
-from asrpriv.commands.options import FiniteFloat, common_options
+from asrpriv.commands.options import FiniteFloat, WholeNumber, common_options
 
 HELP = """Linear interpolation of LMs: estimate the weights, or write a static mixture.
 

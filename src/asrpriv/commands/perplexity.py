@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import click
 
-from asrpriv.commands.options import WholeNumber
-
-from asrpriv.commands.options import FiniteFloat, common_options, output_option, seed_option
+from asrpriv.commands.options import (FiniteFloat, WholeNumber, common_options, output_option,
+                                      seed_option)
 
 
 from asrpriv.mixture.steps import HIGH_OOV_RATE  # noqa: F401 - its home is the library

@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import click
 
-from asrpriv.commands.options import WholeNumber
-
-from asrpriv.commands.options import FiniteFloat, common_options, output_option
+from asrpriv.commands.options import FiniteFloat, WholeNumber, common_options, output_option
 from asrpriv.io.tokens import HELP as TOKENS_HELP
 
 HELP = """Rescore N-best lists (TSV) with a neural LM and/or an n-gram LM, and re-rank them.

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import click
 
-from asrpriv.commands.options import WholeNumber
-
-from asrpriv.commands.options import (FiniteFloat, common_options, info, output_option, seed_option)
+from asrpriv.commands.options import (FiniteFloat, WholeNumber, common_options, info, output_option,
+                                      seed_option)
 
 
 @click.command("sample-clients")

@@ -4,11 +4,9 @@ from __future__ import annotations
 
 import click
 
-from asrpriv.commands.options import WholeNumber
-
 from asrpriv.io.tokens import HELP as TOKENS_HELP
-from asrpriv.commands.options import (FiniteFloat, check_output_path, common_options, output_option,
-                                      seed_option)
+from asrpriv.commands.options import (FiniteFloat, WholeNumber, check_output_path, common_options,
+                                      output_option, seed_option)
 
 
 @click.command("score-wer")

@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import click
 
-from asrpriv.commands.options import WholeNumber
-
-from asrpriv.commands.options import common_options, output_option
+from asrpriv.commands.options import WholeNumber, common_options, output_option
 
 
 @click.command("select-nbest")

@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import click
 
-from asrpriv.commands.options import WholeNumber
-
-from asrpriv.commands.options import common_options, info
+from asrpriv.commands.options import WholeNumber, common_options, info
 
 
 @click.command("split-nbest")

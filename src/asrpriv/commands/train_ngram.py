@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import click
 
-from asrpriv.commands.options import WholeNumber
-
-from asrpriv.commands.options import FiniteFloat, common_options, info, output_option
+from asrpriv.commands.options import FiniteFloat, WholeNumber, common_options, info, output_option
 
 
 @click.command("train-ngram")
