@@ -565,6 +565,8 @@ THICK_COMMANDS: dict[str, str] = {
     "fl_simulate.py": "as fl_fmp.py: the dropped client updates of asrpriv_flower's rounds",
     "options.py": "option handling: click parameter types (FiniteFloat's bounds)",
     "fmp_options.py": "option handling: puts the shared FMP options on a command",
+    "round_options.py": "option handling: puts the federated round's options on fl-rounds and "
+                        "fl-simulate",
 }
 _TALK = {"info", "warn", "talk", "echo"}
 _ARITHMETIC = (ast.Add, ast.Sub, ast.Mult, ast.Div, ast.FloorDiv, ast.Mod, ast.Pow, ast.MatMult)
