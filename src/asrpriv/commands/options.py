@@ -11,7 +11,29 @@ import click
 from asrpriv import talk
 from asrpriv.talk import info, is_quiet, is_verbose, seeded_warning, warn  # noqa: F401 - re-exported
 
-class FiniteFloat(click.FloatRange):
+def _option_name(param: click.Parameter | None) -> str:
+    """The option's longest spelling (``--epsilon``), as messages name it."""
+    return max(param.opts, key=len) if param is not None and param.opts else "value"
+
+
+def _refuse_digit_groups(value, param: click.Parameter | None, expected: str) -> None:
+    """Python reads ``1_0`` as 10 (``int``, ``float``); nobody means that: one line, exit 2."""
+    from asrpriv.errors import AsrprivError
+
+    if isinstance(value, str) and "_" in value:
+        raise AsrprivError(f"{_option_name(param)}: expected {expected}, got {value!r}")
+
+
+class _RangeHelp:
+    """click's help text for a range option: nothing when it has no bounds."""
+
+    def _describe_range(self) -> str:
+        if self.min is None and self.max is None:
+            return ""
+        return super()._describe_range()
+
+
+class FiniteFloat(_RangeHelp, click.FloatRange):
     """A float option that refuses NaN and infinities (click's FloatRange lets NaN through).
 
     Non-finite values end the step with one line (exit 2); range bounds work as in FloatRange.
@@ -24,39 +46,22 @@ class FiniteFloat(click.FloatRange):
 
         from asrpriv.errors import AsrprivError
 
-        if isinstance(value, str) and "_" in value:  # Python reads 1_0 as 10; nobody means that
-            name = max(param.opts, key=len) if param is not None and param.opts else "value"
-            raise AsrprivError(f"{name}: expected a number, got {value!r}")
+        _refuse_digit_groups(value, param, "a number")
         rv = click.FLOAT.convert(value, param, ctx)
         if not math.isfinite(rv):
-            name = max(param.opts, key=len) if param is not None and param.opts else "value"
-            raise AsrprivError(f"{name}: expected a finite number, got {value!r}")
+            raise AsrprivError(f"{_option_name(param)}: expected a finite number, got {value!r}")
         return super().convert(rv, param, ctx)
 
-    def _describe_range(self) -> str:  # click's help text: nothing for an unbounded float
-        if self.min is None and self.max is None:
-            return ""
-        return super()._describe_range()
 
-
-class WholeNumber(click.IntRange):
+class WholeNumber(_RangeHelp, click.IntRange):
     """An integer option that refuses Python's digit groups (``int('1_0')`` is 10: nobody
     means that) with one line (exit 2); range bounds work as in click's IntRange."""
 
     name = "integer"
 
     def convert(self, value, param, ctx):
-        from asrpriv.errors import AsrprivError
-
-        if isinstance(value, str) and "_" in value:
-            name = max(param.opts, key=len) if param is not None and param.opts else "value"
-            raise AsrprivError(f"{name}: expected a whole number, got {value!r}")
+        _refuse_digit_groups(value, param, "a whole number")
         return super().convert(value, param, ctx)
-
-    def _describe_range(self) -> str:  # click's help text: nothing for an unbounded integer
-        if self.min is None and self.max is None:
-            return ""
-        return super()._describe_range()
 
 
 def _set_meta(key: str):
