@@ -6,7 +6,7 @@ settings of ``fl-rounds`` too: the two faces run the same sampling and server ro
 
 from __future__ import annotations
 
-from asrpriv.federated.rounds import ROUND_SEED_STRIDE, settings_json  # noqa: F401
+from asrpriv.federated.rounds import settings_json  # noqa: F401
 from asrpriv.federated.rounds import RoundSettings as FlSettings  # noqa: F401 - one dataclass
 
 

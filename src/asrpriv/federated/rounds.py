@@ -52,11 +52,7 @@ import shutil
 import time
 from dataclasses import dataclass, field
 
-from asrpriv.errors import AsrprivError, InputError
-
-#: seed of round t = base * ROUND_SEED_STRIDE + t (asrpriv.federated.seeds.derive_seed; as
-#: bin/fl-finetune-experiment derives them)
-from asrpriv.federated.seeds import BASE_STRIDE as ROUND_SEED_STRIDE  # noqa: E402
+from asrpriv.errors import AsrprivError, InputError, arg
 
 
 @dataclass
@@ -207,7 +203,6 @@ def check_settings(settings: RoundSettings) -> None:
     if settings.sample_seed is not None and settings.noise_multiplier:
         seeded_warning(f"--sample-seed {settings.sample_seed}: the cohorts are public, the "
                        "epsilon (amplification by secret sampling) does not hold")
-    from asrpriv.errors import arg
     from asrpriv.federated.clip import check_clip
 
     if settings.rounds < 1:

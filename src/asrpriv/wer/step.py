@@ -219,14 +219,12 @@ def _apply_subset(s: ScoreWerSettings, ref: Transcript, hyp: Transcript, others:
 def read_client_map(path: str) -> dict[str, str]:
     """``utt_id -> client`` from a two-column map, or from an N-best TSV's ``client`` column
     (a file whose first line is a tab-separated header naming ``utt_id`` and ``client``)."""
-    from asrpriv.io.lines import iter_lines
-
     from asrpriv.io import kaldi_tables, lhotse
+    from asrpriv.io.kaldi import read_map
+    from asrpriv.io.lines import iter_lines
 
     if path == "-" or lhotse.is_manifest(path) or kaldi_tables.is_specifier(path):
         # standard input can be read once: a map; manifests and Kaldi tables have their readers
-        from asrpriv.io.kaldi import read_map
-
         return read_map(path, "client")
     lines = iter_lines(path)
     first = next(lines, None)
@@ -244,8 +242,6 @@ def read_client_map(path: str) -> dict[str, str]:
     if first is not None and "\t" in first[1] and "utt_id" in header:
         raise InputError(path, 1, "an N-best TSV without a 'client' column: give a map "
                          "'utt_id client' to --utt2client")
-    from asrpriv.io.kaldi import read_map
-
     return read_map(path, "client")
 
 
