@@ -38,29 +38,16 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 sys.path.insert(0, str(ROOT / "benchmarks"))
-ADAPT = ROOT / "examples" / "data" / "ami" / "adapt" / "nbest.tsv"
 ENV = {**os.environ, "PYTHONPATH": str(ROOT / "src"), "OMP_NUM_THREADS": "1"}
-UTTS_PER_CLIENT = 24
 
 
 def make_inputs(work: Path, clients: int) -> None:
     """work/base.pt (paper-shape LSTM), work/clients.tsv (rank-1 rows, client column),
     work/clients.txt (the population)."""
-    from asrpriv.nnlm import modelfile
-    from _paper001 import paper_lstm
+    from _paper001 import UTTS_PER_CLIENT, write_client_inputs
 
-    model, vocab, config = paper_lstm()
-    modelfile.save_model(str(work / "base.pt"), model, vocab, config)
-    lines = ADAPT.read_text(encoding="utf-8").splitlines()
-    head = lines[0].split("\t")
-    i_rank, i_text = head.index("rank"), head.index("text")
-    rows = [ln.split("\t") for ln in lines[1:] if ln.split("\t")[i_rank] == "1"]
-    rows = [r for r in rows if r[i_text].split()][: clients * UTTS_PER_CLIENT]
-    with open(work / "clients.tsv", "w", encoding="utf-8") as f:
-        f.write("utt_id\tclient\trank\ttext\n")
-        for k, r in enumerate(rows):
-            f.write(f"{r[0]}\tc{k // UTTS_PER_CLIENT:03d}\t1\t{r[i_text]}\n")
-    n = len(rows) // UTTS_PER_CLIENT
+    model, vocab, texts = write_client_inputs(work, clients)
+    n = len(texts) // UTTS_PER_CLIENT
     (work / "clients.txt").write_text("".join(f"c{k:03d}\n" for k in range(n)), encoding="utf-8")
     print(f"# paper-shape LSTM (emb 100, 2x512), vocabulary {len(vocab):,}, "
           f"{sum(p.numel() for p in model.parameters()):,} parameters; {n} clients x "
