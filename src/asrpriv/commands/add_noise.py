@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import click
 
-from asrpriv.commands.options import (FiniteFloat, common_options, info, output_option, seed_option,
-                                    seeded_warning, warn)
+from asrpriv.commands.options import (FiniteFloat, WholeNumber, common_options, info, output_option,
+                                    seed_option, seeded_warning, warn)
 
 
 @click.command("add-noise")
-@click.argument("input_path", metavar="[COUNTS | DELTA]", default="-")
+@click.argument("input_paths", metavar="[COUNTS | DELTA]...", nargs=-1)
 @click.option("--mechanism", type=click.Choice(["laplace", "gaussian"]), default="laplace",
               show_default=True,
               help="laplace: counts (needs --epsilon, --vocab). gaussian: one model delta file "
@@ -38,10 +38,18 @@ from asrpriv.commands.options import (FiniteFloat, common_options, info, output_
               help="Print un-noised statistics of the private input on stderr (laplace: how "
                    "many input words fell outside the vocabulary, and their mass; gaussian: the "
                    "delta's L2 norm before clipping). Not private: debugging only.")
+@click.option("--by-client", "by_client", metavar="DIR", default=None,
+              help="Many inputs (each one client's or item's counts or delta), one independent "
+                   "release of each, written to DIR under the input's file name, in one process "
+                   "(DIR appears whole or not at all).")
+@click.option("--noise-draw", type=WholeNumber(min=0, max=99), default=0, metavar="D",
+              show_default=True,
+              help="With --seed and --by-client: the i-th input (1-based) is noised with "
+                   "seed(SEED, i, D) of asrpriv.federated.seeds.")
 @output_option
 @common_options
-def add_noise(input_path, mechanism, epsilon, noise_multiplier, clip, vocab_path, sensitivity,
-              no_clamp, seed, allow_seeded, debug_private, output):
+def add_noise(input_paths, mechanism, epsilon, noise_multiplier, clip, vocab_path, sensitivity,
+              no_clamp, seed, allow_seeded, debug_private, by_client, noise_draw, output):
     """Add discrete Laplace noise calibrated to the recorded contribution bound.
 
     Scale = sensitivity / epsilon, sensitivity = the per-unit L1 bound max_l1 that
@@ -55,14 +63,22 @@ def add_noise(input_path, mechanism, epsilon, noise_multiplier, clip, vocab_path
     no sampling), append the release to the delta's privacy_history. The delta's weight (its
     word count) is carried as it is, unprotected. Noise: os.urandom through Box-Muller in
     float64 (floating-point caveats in asrpriv.federated.gaussian).
+
+    --by-client DIR FILE...: one release of each FILE (each one client's or item's counts or
+    delta; noise drawn afresh for each) into DIR/<file name>, in one process.
     """
     from asrpriv.federated.noise_step import AddNoiseSettings, add_noise as run
+    from asrpriv.progress import Progress
 
-    result = run(AddNoiseSettings(input=input_path, mechanism=mechanism, epsilon=epsilon,
+    single = input_paths[0] if len(input_paths) == 1 and by_client is None else "-"
+    many = tuple(input_paths) if by_client is not None or len(input_paths) > 1 else ()
+    result = run(AddNoiseSettings(input=single, inputs=many, by_client=by_client,
+                                  noise_draw=noise_draw, mechanism=mechanism, epsilon=epsilon,
                                   vocab=vocab_path, sensitivity=sensitivity, clamp=not no_clamp,
                                   noise_multiplier=noise_multiplier, clip=clip, seed=seed,
                                   allow_seeded=allow_seeded, debug_private=debug_private,
-                                  output=output), seeded_warning=seeded_warning)
+                                  output=output), seeded_warning=seeded_warning,
+                 progress=lambda total: Progress("files", total=total))
     for line in result.warnings:
         warn(line)
     for line in result.notes:

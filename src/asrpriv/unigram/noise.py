@@ -189,14 +189,17 @@ def laplace_release(meta: dict[str, str], counts: dict[str, float], vocab: list[
                           clamp=clamp, seeded=seed is not None, name=name)
 
 
-def add_noise_counts(s: LaplaceSettings) -> LaplaceResult:
+def add_noise_counts(s: LaplaceSettings, seeded_warning=None) -> LaplaceResult:
     """The step ``add-noise --mechanism laplace``: read counts and the public vocabulary, add
     discrete Laplace noise of scale sensitivity/epsilon to every vocabulary word, append the
-    release to the privacy history, write ``output``."""
+    release to the privacy history, write ``output``. ``seeded_warning(text)`` says that
+    seeded noise is not private (None: :func:`asrpriv.talk.seeded_warning`)."""
     from asrpriv.io.counts import read_counts, read_wordlist, write_counts
     from asrpriv.io.output import open_output
     from asrpriv.provenance import Inputs
-    from asrpriv.talk import seeded_warning
+
+    if seeded_warning is None:
+        from asrpriv.talk import seeded_warning
 
     if s.epsilon is None or s.vocab is None:
         missing = [name for name, value in (
