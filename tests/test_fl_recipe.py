@@ -161,7 +161,8 @@ def test_fl_recipe_resumes_a_stopped_row(tmp_path):
     """A federated row stopped mid-row (SIGTERM to the recipe, which stops fl-rounds at once) goes
     on from its last round when the recipe is rerun with the same settings, and ends with the
     model of an uninterrupted run, byte for byte (seeded, non-DP fl-token: 20 FedAdam rounds);
-    a stopped row of other settings (SERVER_LR) is not resumed but started afresh."""
+    a stopped row of other settings (SERVER_LR) is not resumed but started afresh; a resumed DP
+    row's model carries all 20 releases (privacy-report: the epsilon of (z, q, T))."""
     import time
 
     out = tmp_path / "out"
@@ -196,12 +197,27 @@ def test_fl_recipe_resumes_a_stopped_row(tmp_path):
     assert _fl_round_models(run)[-1] == done
     assert not (out / "models" / "fl-token.pt").exists()
     assert (out / "runtime.tsv").read_text().count("[stopped: exit 143]") == 2
-    # 3. the same command again: fl-token goes on after its last round, the run completes
-    again = _run(out, env)
-    assert again.returncode == 0, again.stderr[-3000:]
+    # 3. the same command again: fl-token goes on after its last round; stopped in the DP row
+    dp_run = out / "fl" / "dp-token-z0.5-d1"
+    again = _stop_when(out, env, lambda: (dp_run / "model-1.pt").exists())
+    assert again.returncode == 143, again.stderr[-3000:]
     assert f"FL: resuming fl-token after round {done} of {rounds}" in again.stderr
     assert "FL: fl-token (" not in again.stderr
     assert "reusing OUT/models/pretrained.pt" in again.stderr
+    dp_done = _fl_round_models(dp_run)[-1]
+    assert 1 <= dp_done < rounds, dp_done
+    # 4. and again: the DP row goes on too, the run completes
+    again = _run(out, env)
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert f"FL: resuming dp-token-z0.5-d1 after round {dp_done} of {rounds}" in again.stderr
+    assert "FL: " not in again.stderr.replace("FL: resuming dp-token", "")
+    # the resumed DP model carries every round's release: privacy-report gives (z, q, T)'s epsilon
+    history = json.loads(subprocess.run(["asrpriv", "privacy-report", "--json", str(out / "models" / "dp-token-z0.5-d1.pt")],
+                                        capture_output=True, text=True, env=env, check=True).stdout)
+    eps = json.loads((out / "privacy" / "z0.5.json").read_text())
+    assert (eps["rounds"], len(history["releases"]), history["seeded"]) == (rounds, rounds, False)
+    for key in ("epsilon_rdp", "epsilon_pld"):
+        assert history[key] == pytest.approx(eps[key], rel=1e-9), key
     reports = [json.loads((run / f"round-{t}" / "report.json").read_text()) for t in range(1, rounds + 1)]
     assert [r["round"] for r in reports] == list(range(1, rounds + 1))
     assert _fl_round_models(run) == [0, rounds]   # the row's intermediate models removed, as before
