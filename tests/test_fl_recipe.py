@@ -132,3 +132,107 @@ def test_fl_recipe_refuses_a_public_sampling_seed_for_dp_rows(tmp_path):
     env.pop("SAMPLE_SEED")
     proc = _run(tmp_path / "out2", env)
     assert proc.returncode != 0 and "CLIENT_BY must be meeting or speaker" in proc.stderr
+
+
+def _stop_when(out: Path, env: dict, ready) -> subprocess.CompletedProcess:
+    """Start the --tiny recipe, send SIGTERM to it (the bash process only, as `kill PID` does)
+    as soon as ``ready()`` holds, and wait for it to end."""
+    import signal
+    import time
+
+    proc = subprocess.Popen(["bash", str(ROOT / "bin" / "fl-finetune-experiment"), "--tiny", str(AMI), str(out)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+                            start_new_session=True)
+    deadline = time.monotonic() + 600
+    while not ready():
+        assert proc.poll() is None, f"ended before it could be stopped: {proc.communicate()[1][-3000:]}"
+        assert time.monotonic() < deadline, "never ready"
+        time.sleep(0.01)
+    proc.send_signal(signal.SIGTERM)
+    stdout, stderr = proc.communicate(timeout=300)
+    return subprocess.CompletedProcess(proc.args, proc.returncode, stdout, stderr)
+
+
+def _fl_round_models(run: Path) -> list[int]:
+    return sorted(int(p.stem[6:]) for p in run.glob("model-*.pt") if p.stem[6:].isdigit())
+
+
+def test_fl_recipe_resumes_a_stopped_row(tmp_path):
+    """A federated row stopped mid-row (SIGTERM to the recipe, which stops fl-rounds at once) goes
+    on from its last round when the recipe is rerun with the same settings, and ends with the
+    model of an uninterrupted run, byte for byte (seeded, non-DP fl-token: 20 FedAdam rounds);
+    a stopped row of other settings (SERVER_LR) is not resumed but started afresh; a resumed DP
+    row's model carries all 20 releases (privacy-report: the epsilon of (z, q, T))."""
+    import time
+
+    out = tmp_path / "out"
+    run = out / "fl" / "fl-token"
+    rounds = 20
+    env = _env()
+    env["TINY_ROUNDS"] = str(rounds)
+
+    def started(lr):  # fl-token of this SERVER_LR has written round 1
+        def ready():
+            try:
+                return json.loads((run / "run.json").read_text())["hparams"]["lr"] == lr and \
+                    (run / "model-1.pt").exists()
+            except (OSError, ValueError):
+                return False
+        return ready
+
+    # 1. SERVER_LR=0.02, stopped in fl-token's rounds
+    other = dict(env, SERVER_LR="0.02")
+    stopped = _stop_when(out, other, started(0.02))
+    assert stopped.returncode == 143, stopped.stderr[-3000:]
+    assert "FL: fl-token (20 rounds" in stopped.stderr
+    assert "lr=0.02" in (tmp_path / "out" / "fl" / "fl-token.key").read_text()
+    # 2. the default SERVER_LR: another key, so the stopped row starts afresh; stopped again
+    stopped = _stop_when(out, env, started(0.01))
+    assert stopped.returncode == 143, stopped.stderr[-3000:]
+    assert "resuming" not in stopped.stderr and "FL: fl-token (20 rounds" in stopped.stderr
+    # fl-rounds was stopped with the recipe (mid-row), not left running
+    done = _fl_round_models(run)[-1]
+    assert 1 <= done < rounds, done
+    time.sleep(1)
+    assert _fl_round_models(run)[-1] == done
+    assert not (out / "models" / "fl-token.pt").exists()
+    assert (out / "runtime.tsv").read_text().count("[stopped: exit 143]") == 2
+    # 3. the same command again: fl-token goes on after its last round; stopped in the DP row
+    dp_run = out / "fl" / "dp-token-z0.5-d1"
+    again = _stop_when(out, env, lambda: (dp_run / "model-1.pt").exists())
+    assert again.returncode == 143, again.stderr[-3000:]
+    assert f"FL: resuming fl-token after round {done} of {rounds}" in again.stderr
+    assert "FL: fl-token (" not in again.stderr
+    assert "reusing OUT/models/pretrained.pt" in again.stderr
+    dp_done = _fl_round_models(dp_run)[-1]
+    assert 1 <= dp_done < rounds, dp_done
+    # 4. and again: the DP row goes on too, the run completes
+    again = _run(out, env)
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert f"FL: resuming dp-token-z0.5-d1 after round {dp_done} of {rounds}" in again.stderr
+    assert "FL: " not in again.stderr.replace("FL: resuming dp-token", "")
+    # the resumed DP model carries every round's release: privacy-report gives (z, q, T)'s epsilon
+    history = json.loads(subprocess.run(["asrpriv", "privacy-report", "--json", str(out / "models" / "dp-token-z0.5-d1.pt")],
+                                        capture_output=True, text=True, env=env, check=True).stdout)
+    eps = json.loads((out / "privacy" / "z0.5.json").read_text())
+    assert (eps["rounds"], len(history["releases"]), history["seeded"]) == (rounds, rounds, False)
+    for key in ("epsilon_rdp", "epsilon_pld"):
+        assert history[key] == pytest.approx(eps[key], rel=1e-9), key
+    reports = [json.loads((run / f"round-{t}" / "report.json").read_text()) for t in range(1, rounds + 1)]
+    assert [r["round"] for r in reports] == list(range(1, rounds + 1))
+    assert _fl_round_models(run) == [0, rounds]   # the row's intermediate models removed, as before
+    # an uninterrupted run of the same settings (run.json) gives the same model and state
+    whole = tmp_path / "whole"
+    code = ("import json, sys\n"
+            "from asrpriv.federated.rounds import RoundSettings, run_rounds\n"
+            "settings = json.load(open(sys.argv[1]))\n"
+            "settings['run_dir'] = sys.argv[2]\n"
+            "run_rounds(RoundSettings(**settings))\n")
+    subprocess.run([sys.executable, "-c", code, str(run / "run.json"), str(whole)], env=env, check=True,
+                   timeout=600)
+    assert (out / "models" / "fl-token.pt").read_bytes() == (whole / f"model-{rounds}.pt").read_bytes()
+    assert (run / "state.pt").read_bytes() == (whole / "state.pt").read_bytes()
+    assert (out / "models" / "fl-token.pt").read_bytes() != (out / "models" / "pretrained.pt").read_bytes()
+    for t in range(1, rounds + 1):
+        assert (run / f"round-{t}" / "clients.txt").read_text() == \
+            (whole / f"round-{t}" / "clients.txt").read_text(), t

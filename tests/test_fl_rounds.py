@@ -145,6 +145,45 @@ def test_fl_rounds_dp_equal_shell_rounds_and_release_every_round(work, tmp_path,
     assert len(history["releases"]) == rounds and history["seeded"]
 
 
+@pytest.mark.parametrize("stopped_in", [1, 2])
+def test_resume_after_a_stop_between_model_and_state(work, tmp_path, stopped_in):
+    """A run stopped after round t's model was written but before its state (the model is
+    written first): --resume runs round t again from model-(t-1).pt and its state, and the
+    seeded FedAdam run ends with the uninterrupted run's model and state, byte for byte.
+    Round 1 has no state before it (no state.pt at all); round 2 has round 1's."""
+    rate, rounds, server = 0.6, 3, "fedadam"
+    whole = tmp_path / "whole"
+    fl_rounds(work, whole, rounds, rate, 5, 7, server)
+    run = tmp_path / "run"
+    fl_rounds(work, run, stopped_in, rate, 5, 7, server)
+    if stopped_in == 1:
+        (run / "state.pt").unlink()  # round 1's state was never written
+    else:  # round 1's state, as round 2 left it before writing its own
+        part = tmp_path / "part"
+        fl_rounds(work, part, 1, rate, 5, 7, server)
+        (run / "state.pt").write_bytes((part / "state.pt").read_bytes())
+    # the model and round directory of the round that was stopped (report and deltas)
+    assert (run / f"model-{stopped_in}.pt").exists()
+    assert (run / f"round-{stopped_in}" / "report.json").exists()
+    (run / f"round-{stopped_in}" / "deltas" / "stale.delta.pt").write_bytes(b"")
+    fl_rounds(work, run, rounds, rate, 5, 7, server, extra=("--resume",))
+    for t in range(1, rounds + 1):
+        assert (run / f"model-{t}.pt").read_bytes() == (whole / f"model-{t}.pt").read_bytes(), t
+    assert (run / "state.pt").read_bytes() == (whole / "state.pt").read_bytes()
+    assert not (run / f"round-{stopped_in}" / "deltas" / "stale.delta.pt").exists()
+    # a state that belongs to neither model-t nor model-(t-1) is still refused
+    other = tmp_path / "other"
+    fl_rounds(work, other, 2, rate, 6, 8, server)
+    (run / "state.pt").write_bytes((other / "state.pt").read_bytes())
+    (run / "model-3.pt").unlink()
+    bad = run_cli(["fl-rounds", "-q", "--init", str(work / "base.pt"), "--train",
+                   str(work / "adapt.tsv"), "--run-dir", str(run), "--rounds", "3",
+                   "--sample-rate", str(rate), "--sample-seed", "5", "--seed", "7", "--server",
+                   server, "--threads", "1", "--save-deltas", "--resume"])
+    assert bad.exit_code == 2 and "does not belong to model-2.pt" in bad.stderr, bad.stderr
+    assert (run / "model-2.pt").exists()
+
+
 def test_seeded_sampling_under_dp_needs_the_test_flag(work, tmp_path):
     result = run_cli(["fl-rounds", "-q", "--init", str(work / "base.pt"), "--train",
                       str(work / "adapt.tsv"), "--run-dir", str(tmp_path / "r"), "--rounds", "1",

@@ -169,3 +169,33 @@ def test_cache_changes_names_what_changed(tmp_path):
     out = subprocess.run(["bash", "-c", cmd], capture_output=True, text=True, timeout=30).stdout.splitlines()
     assert out[0].split("; ")[:2] == ["b: x y -> x z", "d: (none) -> 4"] and "c: 3 -> (none)" in out[0]
     assert out[1] == "q: 0.5 -> 0.1; z: - -> (none)"
+
+
+def test_sigterm_stops_a_recipe_child_at_once(tmp_path):
+    """recipe_child: SIGTERM to the recipe (bash alone, as `kill PID`) stops the step it runs at
+    once (bash would run its trap only after a foreground step ends), waits for it, and the
+    invocation is recorded as stopped; the step's own status is returned when it ends."""
+    import os
+    import signal
+    import time
+
+    lib = BIN / "lib" / "recipe.sh"
+    out = tmp_path / "out"
+    out.mkdir()
+    script = (f"set -euo pipefail; . {lib}; recipe_init t; OUT={out}; COMMAND='bin/t'; recipe_runtime; "
+              "recipe_child bash -c 'exit 5' || echo \"status $?\"; "
+              f"recipe_child bash -c 'echo $$ > {out}/child; exec sleep 60'; echo never")
+    proc = subprocess.Popen(["bash", "-c", script], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
+    started = time.monotonic()
+    while not (out / "child").exists() or not (out / "child").read_text().strip():
+        assert proc.poll() is None, proc.communicate()
+        time.sleep(0.01)
+    child = int((out / "child").read_text())
+    proc.send_signal(signal.SIGTERM)
+    stdout, _ = proc.communicate(timeout=30)
+    assert proc.returncode == 143 and time.monotonic() - started < 30
+    assert stdout.splitlines() == ["status 5"]
+    with pytest.raises(ProcessLookupError):
+        os.kill(child, 0)   # the step was stopped (and reaped), not left running
+    assert (out / "runtime.tsv").read_text().split("\t")[2] == "bin/t [stopped: exit 143]\n"

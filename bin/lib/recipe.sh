@@ -102,8 +102,28 @@ recipe_runtime() {  # after OUT exists: this invocation's line of OUT/runtime.ts
   RUNTIME_RECORDED=""
   recipe_code_record   # the commit (and whether src/ and bin/ were clean) this invocation runs
   trap 'recipe_runtime_record "$?"' EXIT
-  trap 'exit 130' INT
-  trap 'exit 143' TERM
+  trap 'recipe_stop 130' INT
+  trap 'recipe_stop 143' TERM
+}
+
+RECIPE_CHILD=""
+recipe_child() {  # recipe_child COMMAND...: run a long step (minutes) so that SIGTERM/SIGINT to
+  # the recipe stops it at once: bash runs its trap only after the foreground command ends, so a
+  # recipe stopped by `kill PID` would wait for the whole step; the step's status is returned
+  "$@" &
+  RECIPE_CHILD=$!
+  local rc=0
+  wait "$RECIPE_CHILD" || rc=$?
+  RECIPE_CHILD=""
+  return "$rc"
+}
+
+recipe_stop() {  # recipe_stop STATUS (the INT/TERM trap): stop the step recipe_child runs, wait for it, exit
+  if [ -n "${RECIPE_CHILD:-}" ]; then
+    kill -TERM "$RECIPE_CHILD" 2>/dev/null || true
+    wait "$RECIPE_CHILD" 2>/dev/null || true
+  fi
+  exit "$1"
 }
 
 recipe_runtime_record() {  # recipe_runtime_record [STATUS]: append this invocation's line, once

@@ -41,7 +41,11 @@ Run directory (the Flower app's layout, Flower's and Ray's folders aside)::
 ``clients.txt`` and ``report.json`` say who was sampled: the server's private record
 (amplification by sampling assumes the cohort stays secret); the model file carries only the
 public ``federated_round`` keys. Resuming: a run directory whose last round T wrote
-``model-T.pt`` and the matching ``state.pt`` goes on with round T+1 (same settings).
+``model-T.pt`` and the matching ``state.pt`` goes on with round T+1 (same settings; every
+round's seeds derive from its index t, the FedAdam moments and step count come from
+``state.pt``, the privacy history from ``model-T.pt``, so a seeded run resumed gives the
+uninterrupted run's files); a run stopped between round T's model and its state runs round T
+again (:func:`resume_point`).
 """
 
 from __future__ import annotations
@@ -240,6 +244,48 @@ def last_round(run_dir: str) -> int:
     return max(done, default=0)
 
 
+def resume_point(run: str, done: int, server: str) -> int:
+    """The last complete round of RUN, whose highest model is ``model-done.pt``: ``done``
+    when ``state.pt`` belongs to that model, ``done - 1`` when the run was stopped after
+    ``model-done.pt`` was written but before ``state.pt`` (the model is written first, so
+    the state is still that of ``model-(done-1).pt``): that model and ``round-done/`` are then
+    removed, and the round runs again from the same model and state (its seeds are those of
+    round ``done``; with secure sampling and noise it draws again, and the first draw, which
+    no one was given, is deleted). Anything else is refused.
+
+    No ``state.pt`` is the state of ``model-0.pt``: no round has updated the model yet (every
+    round so far carried it over, or round 1 was stopped before its state was written).
+    """
+    from asrpriv.federated.client import load_init
+    from asrpriv.federated.server import read_state
+
+    if not done:
+        return 0
+    state = os.path.join(run, "state.pt")
+
+    def fingerprint(t: int) -> str | None:
+        path = model_path(run, t)
+        return load_init(path).fingerprint if os.path.exists(path) else None
+
+    fp = fingerprint(done)
+    have = (read_state(state, server).model_fingerprint if os.path.exists(state)
+            else fingerprint(0))
+    if have == fp:
+        return done
+    # a carried-over round (no DP, nobody sampled) leaves the state of the model before,
+    # which has the same weights
+    before = fingerprint(done - 1)
+    if before == fp:
+        return done
+    if before is not None and have == before:
+        os.unlink(model_path(run, done))
+        shutil.rmtree(round_dir(run, done), ignore_errors=True)
+        return done - 1
+    if not os.path.exists(state):
+        raise AsrprivError(f"--resume: {run} has no state.pt for model-{done}.pt")
+    raise AsrprivError(f"--resume: {state} does not belong to model-{done}.pt")
+
+
 def prepare_run_dir(settings: RoundSettings, resume: bool, ignore: tuple = ()) -> int:
     """Create RUN (or check it for ``resume``); return the first round to run.
 
@@ -265,16 +311,7 @@ def prepare_run_dir(settings: RoundSettings, resume: bool, ignore: tuple = ()) -
         done = last_round(run)
         if done >= settings.rounds:
             raise AsrprivError(f"--resume: {run} already holds round {done} (--rounds {settings.rounds})")
-        state = os.path.join(run, "state.pt")
-        if done and os.path.exists(state):
-            from asrpriv.federated.server import read_state
-
-            fp = load_init(model_path(run, done)).fingerprint
-            if read_state(state, settings.server).model_fingerprint != fp:
-                # a carried-over round (no DP, nobody sampled) leaves the state of the model
-                # before, which has the same weights: compare with that one too
-                if not (done > 1 and load_init(model_path(run, done - 1)).fingerprint == fp):
-                    raise AsrprivError(f"--resume: {state} does not belong to model-{done}.pt")
+        done = resume_point(run, done, settings.server)
         write_json(os.path.join(run, "run.json"), mine)
         return done + 1
     os.makedirs(run, exist_ok=True)
