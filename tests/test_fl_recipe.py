@@ -236,3 +236,46 @@ def test_fl_recipe_resumes_a_stopped_row(tmp_path):
     for t in range(1, rounds + 1):
         assert (run / f"round-{t}" / "clients.txt").read_text() == \
             (whole / f"round-{t}" / "clients.txt").read_text(), t
+
+
+@pytest.mark.slow  # three --tiny runs: ~3-5 minutes on the loaded 2 cores
+def test_row_jobs_make_the_rows_of_a_sequential_run_and_stop_together(tmp_path):
+    """ROW_JOBS=2 trains the rows two at a time and gives the models, hypotheses and scores of ROW_JOBS=1 (seeded test run); it is a knob of
+    speed, not of results (the results file does not list it as a difference); SIGTERM to the
+    recipe stops both rows' fl-rounds at once and records the part as stopped."""
+    from asrpriv.nnlm.modelfile import read_model_file
+    from asrpriv.reports.common import changed_knobs
+
+    env = dict(_env(), NOISE_SEED="3", TEST_SEEDED_DP_SAMPLING="1", TINY_ROUNDS="3")
+    outs = {}
+    for jobs in ("1", "2"):
+        out = tmp_path / f"jobs{jobs}"
+        proc = subprocess.run(["bash", str(ROOT / "bin" / "fl-finetune-experiment"), "--tiny", str(AMI), str(out)],
+                              capture_output=True, text=True, env=dict(env, ROW_JOBS=jobs), timeout=600)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        outs[jobs] = out
+    rows = ("fl-token", "dp-token-z0.5-d1")
+    for row in rows:
+        one = read_model_file(str(outs["1"] / "models" / f"{row}.pt"))["state_dict"]
+        two = read_model_file(str(outs["2"] / "models" / f"{row}.pt"))["state_dict"]
+        assert one.keys() == two.keys() and all(one[k].equal(two[k]) for k in one), row
+        assert (outs["1"] / "runs" / row / "hyp.txt").read_bytes() == \
+            (outs["2"] / "runs" / row / "hyp.txt").read_bytes()
+        assert json.loads((outs["1"] / "runs" / row / "wer.json").read_text())["wer"] == \
+            json.loads((outs["2"] / "runs" / row / "wer.json").read_text())["wer"]
+    assert "ROW_JOBS=2" in (outs["2"] / "runtime.tsv").read_text()
+    assert changed_knobs(["ROW_JOBS=2 OMP_NUM_THREADS=1 bin/fl-finetune-experiment A B"]) == []
+
+    # SIGTERM while both rows are in their rounds (both round-1 models exist at once: a row's
+    # round models are deleted when it ends, so the rows overlap): both fl-rounds end, the part
+    # is recorded stopped
+    out = tmp_path / "stopped"
+    both = [out / "fl" / row / "model-1.pt" for row in rows]
+    stopped = _stop_when(out, dict(env, ROW_JOBS="2", TINY_ROUNDS="200"),
+                         lambda: all(p.exists() for p in both))
+    assert stopped.returncode == 143, stopped.stderr[-3000:]
+    assert "[stopped: exit 143]" in (out / "runtime.tsv").read_text()
+    left = subprocess.run(["pgrep", "-f", f"run-dir {out}/fl/"], capture_output=True, text=True)
+    assert left.stdout == "", left.stdout
+    for row in rows:  # stopped mid-row, well before round 200
+        assert not (out / "models" / f"{row}.pt").exists()

@@ -118,12 +118,39 @@ recipe_child() {  # recipe_child COMMAND...: run a long step (minutes) so that S
   return "$rc"
 }
 
-recipe_stop() {  # recipe_stop STATUS (the INT/TERM trap): stop the step recipe_child runs, wait for it, exit
+recipe_stop() {  # recipe_stop STATUS (the INT/TERM trap): stop the step recipe_child runs and the
+  # jobs recipe_job started, wait for them, exit
   if [ -n "${RECIPE_CHILD:-}" ]; then
     kill -TERM "$RECIPE_CHILD" 2>/dev/null || true
     wait "$RECIPE_CHILD" 2>/dev/null || true
   fi
+  local left
+  left=$(jobs -pr)
+  if [ -n "$left" ]; then
+    # shellcheck disable=SC2086
+    kill -TERM $left 2>/dev/null || true
+    wait 2>/dev/null || true
+  fi
   exit "$1"
+}
+
+# recipe_job N COMMAND...: run COMMAND (a shell function: one independent unit of work, e.g. a
+# table row's training and evaluation) as a background job, at most N at a time (N <= 1: in
+# the foreground, as a plain call); recipe_jobs_wait waits for them all. A job that fails makes
+# the recipe fail (at the next recipe_job or recipe_jobs_wait); SIGTERM/SIGINT to the recipe
+# stops every job and its step. The jobs must not share artefacts.
+RECIPE_JOBS_FAILED=0
+recipe_job() {
+  local n=$1; shift
+  if [ "$n" -le 1 ]; then "$@"; return; fi
+  while [ "$(jobs -pr | wc -l)" -ge "$n" ]; do wait -n || RECIPE_JOBS_FAILED=1; done
+  [ "$RECIPE_JOBS_FAILED" = 0 ] || die "a job failed (its error is above); the running ones are stopped"
+  ( trap 'recipe_stop 143' TERM; trap 'recipe_stop 130' INT; "$@" ) &
+}
+recipe_jobs_wait() {
+  while [ -n "$(jobs -pr)" ]; do wait -n || RECIPE_JOBS_FAILED=1; done
+  wait || RECIPE_JOBS_FAILED=1
+  [ "$RECIPE_JOBS_FAILED" = 0 ] || die "a job failed (its error is above)"
 }
 
 recipe_runtime_record() {  # recipe_runtime_record [STATUS]: append this invocation's line, once
