@@ -93,6 +93,31 @@ def test_leakage_audit_tiny_slice(tmp_path):
     assert noisy["items"] == 24
 
 
+@pytest.mark.slow  # two --tiny runs: ~1.5-3 minutes on the shared 2 cores
+def test_leakage_audit_jobs_change_nothing_but_time(tmp_path):
+    """JOBS=2 (the methods of a clean audit, and the noise sets, two at a time) gives the audit
+    reports, noisy counts and results of JOBS=1 on a seeded --tiny run; only the random release
+    ids of the privacy histories differ (they are drawn afresh for every release)."""
+    import re
+
+    runs = {}
+    for jobs in ("1", "2"):
+        out = tmp_path / f"jobs{jobs}"
+        _run("--tiny", out, dict(_env(), JOBS=jobs, NOISE_SEED="5"), 600)
+        runs[jobs] = out
+    ids = re.compile(r'(\\?"id\\?":\\?")[0-9a-f]{32}')
+    files = sorted(p.relative_to(runs["1"]) for p in runs["1"].rglob("*")
+                   if p.is_file() and (p.name == "report.json" or p.suffix == ".counts"))
+    assert len(files) > 40
+    for rel in files:
+        one, two = ((runs[j] / rel).read_text() for j in ("1", "2"))
+        assert ids.sub("X", one) == ids.sub("X", two), rel
+    # every table up to the Scale section (which times the run)
+    strip = re.compile(r"^.*(seconds|Run time|started|invocation).*$", re.M)
+    one, two = (strip.sub("", (runs[j] / "results.md").read_text()).split("## Scale")[0] for j in ("1", "2"))
+    assert "leakage against DP noise" in one and one == two
+
+
 @pytest.mark.slow  # ~10 minutes on 2 idle cores (23 under nice on 2 busy ones): ~50 processes that import torch
 def test_leakage_audit_reduced_every_row_has_its_test(tmp_path):
     out = tmp_path / "out"
