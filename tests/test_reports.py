@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from _table_helpers import section_rows
-from conftest import AMI, ROOT
+from conftest import AMI, ROOT, run_cli
 from asrpriv.reports import common, fl, fmp
 
 NAME = "AMI text synthesized by flite, decoded by pocketsphinx 5.1.1 (synthetic speech)"
@@ -573,3 +573,59 @@ def test_fmp_report_mode_without_recorded_command(tmp_path):
     assert "Mode: full (the recipe's full defaults, unchanged)." in (out / "results.md").read_text()
     assert fmp.main(["--reduced", "1"] + _fmp_args(out, str(AMI))) == 0
     assert "\nMode: reduced.\n" in (out / "results.md").read_text()
+
+
+def test_fl_report_client_level_section_against_score_wer_and_holm(tmp_path):
+    """The FL report's client-level section (issue 41: paper 001's rows at the unit that was
+    sampled): each row scored with the evaluation meetings as the bootstrap unit, its sign test
+    over meetings, and both families Holm-adjusted, checked against score-wer's own report and
+    a hand computation of Holm's step-down."""
+    from asrpriv.reports.fl import _client_section
+    from asrpriv.stats.multiple import holm_adjust
+
+    out = tmp_path / "out"
+    (out / "data").mkdir(parents=True)
+    ref, nbest = [], ["utt_id\tclient\trank\tam_score\tlm_score\ttext"]
+    hyps = {"pretrained": [], "fl-token": [], "nonnlm": []}
+    for m in range(4):
+        for u in range(5):
+            utt = f"M{m}_{u:02d}"
+            words = ["alpha", "beta", "gamma", "delta"]
+            ref.append(f"{utt} {' '.join(words)}")
+            nbest.append(f"{utt}\tM{m}\t1\t-1\t-1\t{' '.join(words)}")
+            hyps["pretrained"].append(f"{utt} {' '.join(words[:3] + ['x'] if u < 2 else words)}")
+            hyps["fl-token"].append(f"{utt} {' '.join(words[:3] + ['x'] if u < 1 or m == 3 else words)}")
+            hyps["nonnlm"].append(f"{utt} {' '.join(['y'] + words[1:3] + ['x'] if u < 3 else words)}")
+    (out / "data" / "eval.ref").write_text("\n".join(ref) + "\n")
+    (out / "data" / "eval.tsv").write_text("\n".join(nbest) + "\n")
+    wer = {}
+    for name, lines in hyps.items():
+        d = out / "runs" / name
+        d.mkdir(parents=True)
+        (d / "hyp.txt").write_text("\n".join(lines) + "\n")
+        cmd = ["score-wer", "-q", "--ref", str(out / "data" / "eval.ref"), "--hyp", str(d / "hyp.txt"),
+               "--bootstrap", "100", "--seed", "1", "--format", "json"]
+        if name != "pretrained":
+            cmd += ["--compare", str(out / "runs" / "pretrained" / "hyp.txt")]
+        result = run_cli(cmd)
+        assert result.exit_code == 0, result.stderr
+        wer[name] = json.loads(result.stdout)
+    L = []
+    _client_section(L, str(out), ["nonnlm", "fl-token"], wer)
+    text = "\n".join(L)
+    assert "evaluation meetings (4 of them)" in text and "2 MAPSSWE tests, 2 sign tests" in text
+    rows = {r[0]: r for r in ([c.strip() for c in line.strip().strip("|").split("|")] for line in L
+                              if line.startswith("| ") and "WER" not in line)}
+    # nonnlm: every meeting worse (1 error more per utterance in 3 of 5); fl-token: 3 better, 1 worse
+    nonnlm, fl_row = rows["No NNLM (first-pass 1-best)"], rows["FL fine-tuned (token weighted)"]
+    assert nonnlm[2] == "0 / 4 / 0" and fl_row[2] == "3 / 1 / 0"
+    client = json.loads((out / "runs" / "fl-token" / "wer-client.json").read_text())
+    assert client["bootstrap"]["unit"] == "client" and client["compare"]["units"]["units"] == 4
+    assert fl_row[1].startswith(f"{100 * client['wer']:.2f} [") or fl_row[1].startswith(f"{client['wer']:.2f} [")
+    # Holm over the two rows' MAPSSWE p-values, by hand
+    ps = [wer["nonnlm"]["compare"]["p_value"], wer["fl-token"]["compare"]["p_value"]]
+    lo, hi = sorted(ps)
+    hand = [min(1.0, 2 * lo), min(1.0, max(2 * lo, hi))]
+    assert sorted(holm_adjust(ps)) == pytest.approx(hand)
+    # the sign test over 4 meetings, 4 of 4 worse: two-sided 2 x 0.5^4 = 0.125
+    assert nonnlm[3].startswith("0.125")

@@ -220,6 +220,8 @@ def main(argv: list[str] | None = None) -> int:
     curve = _curve(out, a, wer, ppl)
     if curve:
         _curve_table(L, a, curve, base_wer)
+    dp_names = [n for _m, _z, names in settings for n in names]
+    _client_section(L, out, [n for n in t2 + t4 + oracle + dp_names if n in wer and n != "pretrained"], wer)
     _scale_section(L, out)
     L.append("## Files\n")
     L.append("`runs/ROW/` (weights.txt, hyp.txt, wer.json, wer-short.json, ppl.json; `runs/curve-ROW-tNNNN/`: the "
@@ -234,6 +236,46 @@ def main(argv: list[str] | None = None) -> int:
     if curve:
         plot_curve(out, a.curve_row, curve, data_name(a.data))
     return 0
+
+
+def _client_section(L: list[str], out: str, names: list[str], wer: dict) -> None:
+    """Every row against the pre-trained NNLM at the unit that was sampled (issue 38): the
+    evaluation meetings as the bootstrap unit (score-wer's library entry with --bootstrap-unit
+    client: a client-level WER interval and the paired interval of the difference), the exact
+    sign test over meetings, and each MAPSSWE and sign test Holm-adjusted over this file's
+    whole family of comparisons with the pre-trained row."""
+    from asrpriv.reports.fmp import Family, client_cell, client_level, fmt_p
+
+    reports = {n: client_level(out, n, "pretrained", 1000, 1, ref_path=os.path.join("data", "eval.ref"),
+                               nbest_path=os.path.join("data", "eval.tsv")) for n in names}
+    reports = {n: r for n, r in reports.items() if r is not None}
+    if not reports:
+        return
+    mapsswe, sign = Family(), Family()
+    for n, r in reports.items():
+        mapsswe.add(n, ((wer.get(n) or {}).get("compare") or {}).get("p_value"))
+        sign.add(n, ((r.get("compare") or {}).get("units") or {}).get("sign_test_p"))
+    clients = ((next(iter(reports.values())).get("compare") or {}).get("units") or {}).get("units", "the")
+    L.append("## Client-level statistics and Holm adjustment\n")
+    L.append(f"Every row against the pre-trained NNLM with the evaluation meetings ({clients} of them) as "
+             "the resampled unit: the client-level WER with its 95% bootstrap interval (1,000 resamples of "
+             "meetings, seed 1) and the paired interval of the difference; how many meetings improve, worsen "
+             "or tie, with the exact two-sided sign test; and the utterance-level MAPSSWE test of the tables "
+             f"above. Both families ({len(mapsswe)} MAPSSWE tests, {len(sign)} sign tests) are Holm-adjusted "
+             "over every row of this file; * marks p < 0.05. With this few meetings no "
+             "sign test can fall below 2 x 0.5^n, and the client-level intervals are wide: they, not the "
+             "utterance-level ones, describe a new set of meetings.\n")
+    L.append("| Model | client-level WER [95% CI]; diff vs pre-trained [95% CI] | meetings better / worse / tied | "
+             "sign test p (Holm) | MAPSSWE p (Holm) |")
+    L.append("|---|---|---|---|---|")
+    for n, r in reports.items():
+        units = (r.get("compare") or {}).get("units") or {}
+        counts = " / ".join(str(units.get(k, "–")) for k in ("improve", "worsen", "tie"))
+        sp, mp = sign.p.get(n), mapsswe.p.get(n)
+        sign_text = f"{fmt_p(sp)} ({fmt_p(sign.holm(n))})" if sp is not None else "–"
+        map_text = f"{fmt_p(mp)} ({fmt_p(mapsswe.holm(n))})" if mp is not None else "–"
+        L.append(f"| {_row_label(n)} | {client_cell([r])} | {counts} | {sign_text} | {map_text} |")
+    L.append("")
 
 
 #: paper 001's federated scale: rounds x clients per round (its Sec. 3: 1,000 rounds of 100 clients)

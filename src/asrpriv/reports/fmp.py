@@ -145,7 +145,8 @@ EVAL_REF = os.path.join("data", "eval.ref")
 EVAL_NBEST = os.path.join("data", "eval", "part-0.tsv")   # the evaluation N-best: its client column
 
 
-def client_level(out: str, name: str, ref_name: str | None, resamples: int, seed: int) -> dict | None:
+def client_level(out: str, name: str, ref_name: str | None, resamples: int, seed: int,
+                 ref_path: str = EVAL_REF, nbest_path: str = EVAL_NBEST) -> dict | None:
     """runs/NAME scored with the evaluation clients (meetings) as the resampled unit, against
     runs/REF_NAME when given: the report of ``asrpriv score-wer --ref OUT/data/eval.ref --hyp
     runs/NAME/hyp.txt [--compare runs/REF_NAME/hyp.txt] --bootstrap RESAMPLES --seed SEED
@@ -155,12 +156,14 @@ def client_level(out: str, name: str, ref_name: str | None, resamples: int, seed
     Its ``bootstrap`` block resamples clients (a difference's interval pairs both systems on the
     same resampled clients); its ``compare`` block keeps the MAPSSWE test and adds ``units``: each
     client's WER under both systems, how many improve/worsen/tie and the exact sign test.
-    None when the run's hypotheses, the evaluation reference or its N-best are not in OUT."""
+    None when the run's hypotheses, the evaluation reference or its N-best are not in OUT.
+    ``ref_path``/``nbest_path``: where a recipe keeps them, relative to OUT (these defaults are
+    bin/fmp-experiment's; bin/fl-finetune-experiment's are data/eval.ref and data/eval.tsv)."""
     from asrpriv.wer.step import ScoreWerSettings, score_wer_files
 
     hyp = os.path.join(out, "runs", name, "hyp.txt")
-    ref = os.path.join(out, EVAL_REF)
-    nbest = os.path.join(out, EVAL_NBEST)
+    ref = os.path.join(out, ref_path)
+    nbest = os.path.join(out, nbest_path)
     other = os.path.join(out, "runs", ref_name, "hyp.txt") if ref_name else None
     if not all(os.path.exists(p) for p in (hyp, ref, nbest) + ((other,) if other else ())):
         return None
