@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import functools
 import sys
 
 #: mallopt parameter numbers from glibc's malloc.h
@@ -27,6 +28,13 @@ TRIM_THRESHOLD = 512 << 20
 _done = False
 
 
+@functools.lru_cache(maxsize=1)
+def _libc():
+    """The C library, found once (``ctypes.util.find_library`` runs ``ldconfig``/``gcc`` as
+    subprocesses: ~3 ms a call, and the server round trims after every parameter)."""
+    return ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+
+
 def retain_freed_blocks() -> bool:
     """Apply the settings above once per process; True if glibc accepted them (False on other
     C libraries or platforms, where nothing changes)."""
@@ -36,8 +44,7 @@ def retain_freed_blocks() -> bool:
     if not sys.platform.startswith("linux"):
         return False
     try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
-        mallopt = libc.mallopt
+        mallopt = _libc().mallopt
     except (OSError, AttributeError):
         return False
     mallopt.argtypes = [ctypes.c_int, ctypes.c_int]
@@ -54,7 +61,7 @@ def release_freed_memory() -> bool:
     if not sys.platform.startswith("linux"):
         return False
     try:
-        trim = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6").malloc_trim
+        trim = _libc().malloc_trim
     except (OSError, AttributeError):
         return False
     trim.argtypes = [ctypes.c_size_t]

@@ -37,13 +37,18 @@ from asrpriv.commands.round_options import round_options
                    "stacked copies of the model, padded batches); 1: one at a time, the "
                    "shell steps' bits. Deltas agree within the tolerance of "
                    "asrpriv.federated.batched; clipping stays per client.")
+@click.option("--workers", type=WholeNumber(min=1), default=1, show_default=True,
+              help="Processes that train a round's clients at once (CPU; forked once, the "
+                   "weights in shared memory). --threads is then per worker (0: the default "
+                   "count divided among them). The same files as --workers 1 at that thread "
+                   "count, bit for bit.")
 @click.option("--save-deltas", is_flag=True, help="Keep RUN/round-t/deltas/<client>.delta.pt.")
 @common_options
 def fl_rounds(init_path, train_path, ids, utt2client, clients_path, run_dir, resume, rounds,
               sample_rate, sample_seed, seed, server, server_lr, beta1, beta2, eps, clip,
               noise_multiplier, expected_clients, expected_weight, weight_cap, noise_seed,
               noise_draw, allow_seeded, confidence, lr, epochs, batch_size, train_only, max_words, threads,
-              device, batch_clients, save_deltas):
+              device, batch_clients, workers, save_deltas):
     """Run federated fine-tuning rounds (paper 001) in this process.
 
     Per round t: Poisson sampling (sample-clients; the OS's secure source unless
@@ -74,7 +79,7 @@ def fl_rounds(init_path, train_path, ids, utt2client, clients_path, run_dir, res
         expected_weight=expected_weight, weight_cap=weight_cap, noise_seed=noise_seed,
         noise_draw=noise_draw, allow_seeded=allow_seeded, training=training, confidence=confidence,
         train_only=train_only, threads=threads, device=device, save_deltas=save_deltas,
-        batch_clients=batch_clients)
+        batch_clients=batch_clients, workers=workers)
     result = run_rounds(settings, resume=resume, talk=info, warn=warn)
     info(result.summary())
     click.echo(result.final_model)

@@ -60,7 +60,8 @@ def run_round(model_path: str, delta_args: list[str], output: str, server: str,
               seed: int | None = None, allow_seeded: bool = False,
               aggregate_out: str | None = None, progress=None,
               deltas: list[tuple[str, dict]] | None = None,
-              cohort: str | None = None, seeded_sampling: bool = False) -> RoundReport:
+              cohort: str | None = None, seeded_sampling: bool = False,
+              made_here: bool = False) -> RoundReport:
     """Read the model and the deltas, compute Delta_t, apply the server optimizer, write.
 
     Args:
@@ -84,6 +85,9 @@ def run_round(model_path: str, delta_args: list[str], output: str, server: str,
             delta must record one of them as its ``client`` label, none twice.
         seeded_sampling: the cohort was drawn with a public seed (tests): the release is
             marked seeded, as seeded noise is (the epsilon assumes secret sampling).
+        made_here: ``deltas`` were all computed by the caller, one per distinct client
+            (``fl-rounds``): the copy check's hashing is skipped
+            (:func:`asrpriv.federated.delta_sum.weighted_sum`).
 
     Every update counts once (:func:`asrpriv.federated.delta_sum.weighted_sum`: copies and,
     under DP, two deltas of one client are refused). A plain (Eq. 5) average of deltas that
@@ -109,7 +113,8 @@ def run_round(model_path: str, delta_args: list[str], output: str, server: str,
         inputs = Inputs(allow_seeded)
         inputs.add(model_path, ref.privacy)
         bounds = Bounds(dp) if dp.active else None
-        total = weighted_sum(ref, sources, inputs, bounds, progress, cohort_ids, cohort)  # 1. sum
+        total = weighted_sum(ref, sources, inputs, bounds, progress, cohort_ids, cohort,  # 1. sum
+                             made_here=made_here and deltas is not None)
         _check_release_weights(dp, inputs.state(), total)
         dtypes = {name: spec.dtype for name, spec in ref.specs.items()}
         step = privatize(total.acc, dtypes, dp, inputs.state(), total.total_weight, seed,
@@ -135,6 +140,17 @@ def run_round(model_path: str, delta_args: list[str], output: str, server: str,
     return report
 
 
+#: a FedAdam model up to this many bytes of parameters is stepped in one pass, theta and both
+#: moments in memory together (three times this at most); a larger one in two passes
+ONE_PASS_BYTES = 256 << 20
+
+
+def _parameter_bytes(ref) -> int:
+    import math
+
+    return sum(math.prod(spec.shape) * spec.dtype.itemsize for spec in ref.specs.values())
+
+
 def write_round(output: str, state_path: str | None, optimizer: ModelStep, dp: DpSettings,
                 privacy) -> str:
     """Run the server optimizer and write the new model (round metadata, privacy state),
@@ -143,7 +159,9 @@ def write_round(output: str, state_path: str | None, optimizer: ModelStep, dp: D
 
     FedAdam in two passes, so that theta, m and v are never in memory together: the moments
     first, into the state's temporary file (renamed only after the model is written), then
-    theta, into the model file.
+    theta, into the model file. A model of at most :data:`ONE_PASS_BYTES` is stepped once,
+    keeping all three (the same values: the second pass recomputed them), and written in the
+    same order.
     """
     from asrpriv.io.output import atomic_path
     from asrpriv.nnlm.modelfile import dump_payload, save_model
@@ -168,6 +186,14 @@ def write_round(output: str, state_path: str | None, optimizer: ModelStep, dp: D
         fingerprint = write_model()
         if state_path:
             write_state(state_path, ServerState(server, t, fingerprint, hp))
+        return fingerprint
+    if _parameter_bytes(ref) <= ONE_PASS_BYTES:  # theta, m and v fit together: one pass
+        theta, m, v, fingerprint = optimizer.run(keep_theta=True, keep_moments=True)
+        with atomic_path(state_path) as tmp:
+            dump_payload(tmp, state_payload(ServerState(server, t, fingerprint, hp, m, v)))
+            del m, v
+            save_model(output, theta, ref.vocab, ref.config, federated_round=round_meta,
+                       privacy=privacy)
         return fingerprint
     _, m, v, fingerprint = optimizer.run(keep_theta=False, keep_moments=True)
     with atomic_path(state_path) as tmp:

@@ -105,6 +105,40 @@ def init_from_payload(payload: dict, label: str, device: str = "cpu") -> InitMod
     return _init_of(*modelfile.model_from_payload(payload, label, device), label, device, privacy)
 
 
+def reload_init(init: InitModel, path: str) -> InitModel:
+    """:func:`load_init` of the next model of the same run: the weights of ``path`` copied
+    into ``init``'s module and ``init.state`` in place (no rebuild, no reallocation: a worker
+    process that shares ``init.state`` sees them), with their own fingerprint and privacy.
+
+    ``path`` is checked as :func:`load_init` checks it (a model file, finite weights); one
+    whose config, vocabulary or parameter shapes differ from ``init``'s is loaded afresh.
+    ``init`` is spent: use the returned model (it shares ``init``'s module and tensors).
+    """
+    import torch
+
+    from asrpriv.federated.fingerprint import model_fingerprint
+    from asrpriv.nnlm import modelfile
+    from asrpriv.provenance import payload_state
+
+    payload = modelfile.read_model_file(path)
+    state = payload.get("state_dict")
+    same = (payload.get("kind") == "model" and payload.get("vocab") == list(init.vocab.words)
+            and isinstance(state, dict) and state.keys() == init.state.keys()
+            and all(isinstance(state[k], torch.Tensor) and state[k].shape == v.shape
+                    and state[k].dtype == v.dtype for k, v in init.state.items()))
+    if same:
+        same = modelfile.completed_config(payload, str(path)) == init.config
+    if not same:
+        return init_from_payload(payload, str(path), init.device)
+    privacy = payload_state(payload, str(path))
+    with torch.no_grad():
+        for name, tensor in init.state.items():
+            tensor.copy_(state[name])
+    fingerprint = model_fingerprint(init.config, init.vocab.words, init.state)
+    return InitModel(init.model, init.vocab, init.config, init.state, fingerprint, str(path),
+                     init.device, privacy)
+
+
 def _init_of(model, vocab, config, path: str, device: str, privacy) -> InitModel:
     from asrpriv.federated.fingerprint import model_fingerprint
 
@@ -141,6 +175,7 @@ def client_update(init: InitModel, sentences: Sequence[Sequence[str]],
                   settings: dict | None = None, seed: int | None, clip: float | None = None,
                   confidence: str | None = None, train_only: str | None = None,
                   keep_model: bool = False, valid: Sequence[Sequence[str]] | None = None,
+                  delta_out: dict | None = None,
                   on_step: Callable[[int, float], None] | None = None,
                   on_epoch: Callable[[dict], None] | None = None) -> ClientResult:
     """Fine-tune ``init``'s model on one client's sentences; return its (clipped) delta.
@@ -159,6 +194,8 @@ def client_update(init: InitModel, sentences: Sequence[Sequence[str]],
         confidence, train_only: override ``settings``' values.
         keep_model: also return the trained model's state (``ClientResult.model_state``).
         valid: validation sentences (single-client mode: LR decay, early stop, best epoch).
+        delta_out: CPU tensors (one per parameter) to write the delta into instead of new
+            ones (a worker's shared buffer); the same values.
 
     Raises:
         ValueError: no training sentences (e.g. all dropped by ``hard:C``), bad settings.
@@ -185,7 +222,8 @@ def client_update(init: InitModel, sentences: Sequence[Sequence[str]],
     finally:
         for p in model.parameters():
             p.grad = None
-    delta, snapped = train.make_delta(init.state, model.state_dict())
+    delta, snapped = train.make_delta(init.state, model.state_dict(), snap=keep_model,
+                                      out=delta_out)
     if clip is None:
         norm = l2_norm(delta)
     else:

@@ -69,7 +69,8 @@ def read_cohort(path: str) -> frozenset[str]:
 
 
 def weighted_sum(ref, sources, inputs, bounds=None, progress=None,
-                 cohort: frozenset | None = None, cohort_path: str | None = None) -> DeltaSum:
+                 cohort: frozenset | None = None, cohort_path: str | None = None,
+                 made_here: bool = False) -> DeltaSum:
     """Sum the deltas of ``sources`` into float64, each times its factor.
 
     Args:
@@ -84,6 +85,10 @@ def weighted_sum(ref, sources, inputs, bounds=None, progress=None,
         progress: optional ``progress(total) -> meter`` with ``update(n)`` and ``close()``.
         cohort: the client ids sampled for this round (``cohort_path`` names their file):
             every delta must carry one of them as its ``client`` label.
+        made_here: the caller computed every delta itself, one per client of a cohort without
+            repeats (``fl-rounds``): no delta can be a copy of another, so their contents are
+            not hashed to find copies (two clients whose updates happen to be equal are two
+            clients; the client-label checks below still run).
 
     Every delta counts once: two deltas with the same content (a copy under another name)
     are refused in every round; in a DP round (``bounds``) or with a cohort, two deltas that
@@ -123,15 +128,15 @@ def weighted_sum(ref, sources, inputs, bounds=None, progress=None,
                     clients[client] = number
             inputs.add_payload(label, payload)
             tensors = payload["state_dict"]
-            digest = hashlib.sha256()
+            digest = None if made_here else hashlib.sha256()
             if bounds is None:
                 _add(total.acc, delta, tensors, weight, label, digest)
             else:
                 norm = _norm(delta, tensors, label)
                 _add(total.acc, delta, tensors, bounds.scale(weight, norm, recorded_clip(payload)),
                      None, digest)
-            key = digest.hexdigest()
-            if key in digests:
+            key = None if digest is None else digest.hexdigest()
+            if key is not None and key in digests:
                 raise InputError(label, None, f"the same update as delta {digests[key]} (a copy "
                                               "under another name?): every update counts once")
             digests[key] = number

@@ -120,13 +120,15 @@ class ModelRef:
 
     def check_delta(self, path: str, payload: dict) -> float:
         """Validate a delta's header against the model; returns its weight (words)."""
-        from asrpriv.nnlm.modelfile import vocab_and_config
+        from asrpriv.nnlm.modelfile import completed_config, vocab_and_config
 
         if payload["kind"] != "delta":
             raise InputError(path, None, f"is a {payload['kind']} file, expected a delta "
                                          "(finetune-lm --delta-out / --by-client)")
-        vocab, config = vocab_and_config(payload, path)
-        if vocab.words != self.vocab.words:
+        if payload.get("vocab") == self.vocab.words:  # the model's (checked) words: no rebuild
+            config = completed_config(payload, path)
+        else:
+            vocab, config = vocab_and_config(payload, path)
             raise InputError(path, None, f"vocabulary differs from the model's ({self.path}): "
                                          f"{len(vocab)} vs {len(self.vocab)} words")
         if config != self.config:

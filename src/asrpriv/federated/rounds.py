@@ -50,6 +50,7 @@ again (:func:`resume_point`).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -94,6 +95,9 @@ class RoundSettings:
     #: clients trained together by :mod:`asrpriv.federated.batched` (1: one at a time, the
     #: shell recipe's bits; fl-rounds only)
     batch_clients: int = 1
+    #: processes that train a round's clients at once (:mod:`asrpriv.federated.client_pool`;
+    #: 1: in this process). A speed knob: the same files bit for bit, so not in run.json
+    workers: int = 1
     #: tests only: "client" or "client@round" -> "raise" or "sleep:SECONDS" (Flower only)
     test_faults: dict = field(default_factory=dict)
     #: with noise_seed: the noise draw d of round t's seed (asrpriv.federated.seeds: 0 = a run
@@ -126,6 +130,7 @@ def settings_json(settings: RoundSettings) -> dict:
 
     value = asdict(settings)
     value.pop("test_faults", None)
+    value.pop("workers", None)  # the same files whatever the workers: a resume may change it
     if not value.get("noise_draw"):  # draw 0 (the default) is left out: run.json as before
         value.pop("noise_draw", None)
     return value
@@ -216,6 +221,14 @@ def check_settings(settings: RoundSettings) -> None:
         check_clip(settings.clip)
     if settings.batch_clients < 1:
         raise AsrprivError(f"{arg('batch_clients')} must be >= 1")
+    if settings.workers < 1:
+        raise AsrprivError(f"{arg('workers')} must be >= 1")
+    if settings.workers > 1 and settings.batch_clients > 1:
+        raise AsrprivError(f"{arg('workers')} and {arg('batch_clients')} do not combine: "
+                           "choose one")
+    if settings.workers > 1 and settings.device != "cpu":
+        raise AsrprivError(f"{arg('workers')} > 1 runs on the CPU only (CUDA does not survive "
+                           f"the workers' fork): use {arg('batch_clients')} on a GPU")
     try:
         check_hparams(settings.server, settings.hparams)
         losses.parse_confidence(settings.confidence)
@@ -286,10 +299,13 @@ def resume_point(run: str, done: int, server: str) -> int:
     raise AsrprivError(f"--resume: {state} does not belong to model-{done}.pt")
 
 
-def prepare_run_dir(settings: RoundSettings, resume: bool, ignore: tuple = ()) -> int:
+def prepare_run_dir(settings: RoundSettings, resume: bool, ignore: tuple = (),
+                    loaded: list | None = None) -> int:
     """Create RUN (or check it for ``resume``); return the first round to run.
 
-    ``ignore``: files a fresh RUN may already hold (none for fl-rounds).
+    ``ignore``: files a fresh RUN may already hold (none for fl-rounds). ``loaded``: a list
+    that gets the :func:`asrpriv.federated.client.load_init` of ``--init`` made to check it
+    (a fresh run: ``model-0.pt`` is its copy, so the caller need not load it again).
     """
     from asrpriv.federated.client import load_init
     from asrpriv.io.output import atomic_path
@@ -315,7 +331,9 @@ def prepare_run_dir(settings: RoundSettings, resume: bool, ignore: tuple = ()) -
         write_json(os.path.join(run, "run.json"), mine)
         return done + 1
     os.makedirs(run, exist_ok=True)
-    load_init(settings.init)  # a model file, or a one-line error
+    init = load_init(settings.init, settings.device)  # a model file, or a one-line error
+    if loaded is not None:
+        loaded.append(init)
     with atomic_path(model_path(run, 0)) as tmp:
         shutil.copyfile(settings.init, tmp)
     write_json(os.path.join(run, "run.json"), mine)
@@ -358,12 +376,13 @@ def delta_payload(init, update, name: str, seed: int | None, confidence: str,
 
 
 def client_payloads(init, groups: dict, cohort: list[str], settings: RoundSettings, t: int,
-                    batched=None) -> tuple[dict, list[str]]:
+                    batched=None, pool=None) -> tuple[dict, list[str]]:
     """Every sampled client's update of round t: ``({client: delta payload}, skipped)``.
 
     A client without training words (e.g. all dropped by ``hard:C``) is skipped, as
     ``finetune-lm --by-client`` skips it. ``batched``: a
-    :class:`asrpriv.federated.batched.BatchedClients` (None: one client at a time).
+    :class:`asrpriv.federated.batched.BatchedClients`; ``pool``: a
+    :class:`asrpriv.federated.client_pool.ClientPool` (neither: one client at a time here).
     """
     from asrpriv.federated import client
 
@@ -372,6 +391,8 @@ def client_payloads(init, groups: dict, cohort: list[str], settings: RoundSettin
     skipped: list[str] = []
     if batched is not None:
         updates = batched.updates(init, [(name, groups[name]) for name in cohort], seed=seed)
+    elif pool is not None:
+        updates = pool.updates(init, cohort, seed)
     else:
         updates = {}
         for name in cohort:
@@ -398,7 +419,7 @@ def client_payloads(init, groups: dict, cohort: list[str], settings: RoundSettin
 def server_round(settings: RoundSettings, t: int, cohort: list[str], payloads: dict,
                  dropped: list | None = None, skipped: list | None = None,
                  started: float | None = None, talk=lambda s: None,
-                 prog: str = "fl-rounds") -> dict:
+                 prog: str = "fl-rounds", made_here: bool = False) -> dict:
     """The server's side of round t, shared by fl-rounds and the Flower app: aggregate the
     contributed deltas (``payloads``, client -> delta payload) exactly as ``aggregate
     --server`` does, write ``RUN/model-t.pt``, ``RUN/state.pt``, ``RUN/round-t/report.json``
@@ -406,7 +427,9 @@ def server_round(settings: RoundSettings, t: int, cohort: list[str], payloads: d
 
     A delta that fails aggregate's checks drops its client (listed in ``dropped``, with the
     reason); nobody left: under DP the noise alone is released, without DP the model is
-    carried over.
+    carried over. ``made_here``: every payload was computed in this process from one sampled
+    client (fl-rounds; not the Flower app's received updates), so the copy check's hashing is
+    skipped (:func:`asrpriv.federated.delta_sum.weighted_sum`).
     """
     from asrpriv.federated.aggregate import run_round
     from asrpriv.federated.by_client import SUFFIX
@@ -431,7 +454,7 @@ def server_round(settings: RoundSettings, t: int, cohort: list[str], payloads: d
         try:
             report = run_round(model_path(s.run_dir, t - 1), [], out, s.server, s.hparams,
                                state, dp, noise_seed, s.allow_seeded, deltas=deltas,
-                               seeded_sampling=seeded_sampling)
+                               seeded_sampling=seeded_sampling, made_here=made_here)
             break
         except InputError as err:
             if err.path not in labels:
@@ -487,7 +510,8 @@ def run_rounds(settings: RoundSettings, resume: bool = False, talk=lambda s: Non
     check_device(settings.device)
     groups = client_data(settings)
     population = population_of(settings, groups)
-    first = prepare_run_dir(settings, resume)
+    loaded: list = []
+    first = prepare_run_dir(settings, resume, loaded=loaded)
     use_threads(settings.threads)
     batched = None
     if settings.batch_clients > 1:
@@ -496,18 +520,31 @@ def run_rounds(settings: RoundSettings, resume: bool = False, talk=lambda s: Non
         batched = BatchedClients(settings, warn=warn)
     result = RoundsResult()
     begun = time.monotonic()
-    for t in range(first, settings.rounds + 1):
-        started = time.monotonic()
-        cohort = sample_cohort(settings, population, t)
-        init = client.load_init(model_path(settings.run_dir, t - 1), settings.device)
-        client.refuse_seeded_init(init, settings.allow_seeded)
-        clock = time.monotonic()
-        payloads, skipped = client_payloads(init, groups, cohort, settings, t, batched)
-        result.client_seconds += time.monotonic() - clock
-        result.client_updates += len(cohort)
-        del init
-        result.rounds.append(server_round(settings, t, cohort, payloads, skipped=skipped,
-                                          started=started, talk=talk))
+    if loaded:  # a fresh run: model-0.pt is a byte copy of the --init just loaded
+        from dataclasses import replace
+
+        init = replace(loaded[0], path=model_path(settings.run_dir, 0))
+    else:
+        init = client.load_init(model_path(settings.run_dir, first - 1), settings.device)
+    with contextlib.ExitStack() as stack:
+        pool = None
+        if settings.workers > 1:
+            from asrpriv.federated.client_pool import ClientPool
+
+            pool = stack.enter_context(ClientPool(init, groups, settings, settings.workers))
+        for t in range(first, settings.rounds + 1):
+            started = time.monotonic()
+            cohort = sample_cohort(settings, population, t)
+            if t > first:  # the model the round before wrote, into the same module and tensors
+                init = client.reload_init(init, model_path(settings.run_dir, t - 1))
+            client.refuse_seeded_init(init, settings.allow_seeded)
+            clock = time.monotonic()
+            payloads, skipped = client_payloads(init, groups, cohort, settings, t, batched, pool)
+            result.client_seconds += time.monotonic() - clock
+            result.client_updates += len(cohort)
+            result.rounds.append(server_round(settings, t, cohort, payloads, skipped=skipped,
+                                              started=started, talk=talk, made_here=True))
+            del payloads
     result.final_model = model_path(settings.run_dir, last_round(settings.run_dir))
     result.seconds = time.monotonic() - begun
     return result

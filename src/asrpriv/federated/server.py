@@ -225,8 +225,11 @@ def state_payload(state: ServerState) -> dict:
             "v": {k: v.detach().cpu().contiguous() for k, v in state.v.items()}}
 
 
-#: coordinates per slice of the in-place update (bounds the float64 temporaries)
-STEP_CHUNK = 1 << 14
+#: coordinates per slice of the in-place update: the float64 temporaries (512 KB each) stay
+#: in cache; 1 << 14 spent 20% more on Python per slice, 1 << 18 ran out of cache (FedAdam
+#: over 8M parameters, one thread: 0.072 / 0.059 / 0.084 s). The update is elementwise, so
+#: the slice size never changes a bit.
+STEP_CHUNK = 1 << 16
 
 
 def server_update_(server: str, theta, delta, m, v, t: int, hparams: dict) -> None:

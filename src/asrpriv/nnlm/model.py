@@ -83,15 +83,15 @@ class CausalBlock(nn.Module):
     (``scaled_dot_product_attention(is_causal=True)``) without a T x T mask or dropout mask.
     """
 
-    def __init__(self, dim: int, heads: int, ffn_dim: int, dropout: float) -> None:
+    def __init__(self, dim: int, heads: int, ffn_dim: int, dropout: float, device=None) -> None:
         super().__init__()
         self.heads = heads
-        self.norm1 = nn.LayerNorm(dim)
-        self.qkv = nn.Linear(dim, 3 * dim)
-        self.proj = nn.Linear(dim, dim)
-        self.norm2 = nn.LayerNorm(dim)
-        self.ff1 = nn.Linear(dim, ffn_dim)
-        self.ff2 = nn.Linear(ffn_dim, dim)
+        self.norm1 = nn.LayerNorm(dim, device=device)
+        self.qkv = nn.Linear(dim, 3 * dim, device=device)
+        self.proj = nn.Linear(dim, dim, device=device)
+        self.norm2 = nn.LayerNorm(dim, device=device)
+        self.ff1 = nn.Linear(dim, ffn_dim, device=device)
+        self.ff2 = nn.Linear(ffn_dim, dim, device=device)
         self.dropout = Dropout(dropout)
 
     def forward(self, x: torch.Tensor, real: torch.Tensor | None = None) -> torch.Tensor:
@@ -148,20 +148,23 @@ class TransformerLM(nn.Module):
     """Causal Transformer LM (decoder-only, pre-norm blocks, sinusoidal positions)."""
 
     def __init__(self, vocab_size: int, emb_dim: int = 256, ffn_dim: int = 1024, layers: int = 3,
-                 heads: int = 4, dropout: float = 0.1, tie_embeddings: bool = False) -> None:
+                 heads: int = 4, dropout: float = 0.1, tie_embeddings: bool = False,
+                 device=None) -> None:
         super().__init__()
         if emb_dim % heads:
             raise ValueError(f"embedding size {emb_dim} is not a multiple of {heads} heads")
         self.emb_dim = emb_dim
-        self.embedding = nn.Embedding(vocab_size, emb_dim)
+        self.embedding = _embedding(vocab_size, emb_dim, device)
         self.dropout = Dropout(dropout)
-        self.blocks = nn.ModuleList(CausalBlock(emb_dim, heads, ffn_dim, dropout) for _ in range(layers))
-        self.norm = nn.LayerNorm(emb_dim)
-        self.output = nn.Linear(emb_dim, vocab_size)
+        self.blocks = nn.ModuleList(CausalBlock(emb_dim, heads, ffn_dim, dropout, device)
+                                    for _ in range(layers))
+        self.norm = nn.LayerNorm(emb_dim, device=device)
+        self.output = nn.Linear(emb_dim, vocab_size, device=device)
         if tie_embeddings:
             self.output.weight = self.embedding.weight
         self._pos = torch.empty(0, emb_dim)
-        nn.init.normal_(self.embedding.weight, std=emb_dim ** -0.5)
+        if not _is_meta(device):
+            nn.init.normal_(self.embedding.weight, std=emb_dim ** -0.5)
         nn.init.zeros_(self.output.bias)
 
     def positions(self, length: int, device, dtype) -> torch.Tensor:
@@ -227,15 +230,15 @@ class LSTMLM(nn.Module):
     """LSTM LM: embedding, stacked LSTM, linear output layer."""
 
     def __init__(self, vocab_size: int, emb_dim: int = 512, hidden_dim: int = 512, layers: int = 2,
-                 dropout: float = 0.1, tie_embeddings: bool = False) -> None:
+                 dropout: float = 0.1, tie_embeddings: bool = False, device=None) -> None:
         super().__init__()
         if tie_embeddings and emb_dim != hidden_dim:
             raise ValueError(f"tied embeddings need {arg('emb_dim')} equal to {arg('hidden_dim')}")
-        self.embedding = nn.Embedding(vocab_size, emb_dim)
+        self.embedding = _embedding(vocab_size, emb_dim, device)
         self.dropout = Dropout(dropout)
         self.rnn = nn.LSTM(emb_dim, hidden_dim, layers, batch_first=True,
-                           dropout=dropout if layers > 1 else 0.0)
-        self.output = nn.Linear(hidden_dim, vocab_size)
+                           dropout=dropout if layers > 1 else 0.0, device=device)
+        self.output = nn.Linear(hidden_dim, vocab_size, device=device)
         if tie_embeddings:
             self.output.weight = self.embedding.weight
         nn.init.uniform_(self.embedding.weight, -0.1, 0.1)
@@ -253,6 +256,19 @@ class LSTMLM(nn.Module):
         return x if mask is None else x[mask]
 
 
+def _is_meta(device) -> bool:
+    return device is not None and torch.device(device).type == "meta"
+
+
+def _embedding(vocab_size: int, dim: int, device) -> nn.Embedding:
+    """``nn.Embedding`` (initialised as usual, the same draws); on the meta device without its
+    initialiser: ``normal_`` on a meta tensor runs torch's Python reference, whose first use
+    imports ``torch._dynamo`` (about 1.1 s)."""
+    if not _is_meta(device):
+        return nn.Embedding(vocab_size, dim, device=device)
+    return nn.Embedding(vocab_size, dim, _weight=torch.empty(vocab_size, dim, device=device))
+
+
 def make_config(arch: str, vocab_size: int, **options) -> dict:
     """A complete model config: the architecture's defaults updated with ``options`` (None = default)."""
     if arch not in DEFAULTS:
@@ -267,13 +283,17 @@ def make_config(arch: str, vocab_size: int, **options) -> dict:
     return config
 
 
-def build_model(config: dict) -> nn.Module:
+def build_model(config: dict, device=None) -> nn.Module:
     """A freshly initialised model of ``config`` (as made by :func:`make_config`).
 
     Initialisation draws from torch's global generator: seed it first for repeatable weights.
+    ``device="meta"`` gives the model's shapes without allocating or drawing anything (the
+    modules are made on that device directly: a ``with torch.device(...)`` block would route
+    every initialiser through torch's function modes, whose first use imports
+    ``torch._dynamo``, about 1.1 s of a process's start).
     """
     config = make_config(config["arch"], config["vocab_size"],
                          **{k: v for k, v in config.items() if k not in ("arch", "vocab_size")})
     options = {k: v for k, v in config.items() if k not in ("arch", "vocab_size")}
     cls = TransformerLM if config["arch"] == "transformer" else LSTMLM
-    return cls(config["vocab_size"], **options)
+    return cls(config["vocab_size"], **options, device=device)

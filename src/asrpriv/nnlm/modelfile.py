@@ -323,16 +323,26 @@ def vocab_and_config(payload: dict, path: str) -> tuple[Vocabulary, dict]:
     """The vocabulary and the completed config of a loaded file."""
     try:
         vocab = Vocabulary(payload["vocab"])
+    except (ValueError, KeyError, TypeError, OverflowError) as err:
+        raise InputError(path, None, f"bad model config or vocabulary: {err}") from None
+    config = completed_config(payload, path)
+    if len(vocab) != config["vocab_size"]:
+        raise InputError(path, None, f"vocabulary has {len(vocab)} words, config says "
+                                     f"{config['vocab_size']}")
+    return vocab, config
+
+
+def completed_config(payload: dict, path: str) -> dict:
+    """The completed, checked config of a loaded file (:func:`vocab_and_config` without the
+    vocabulary)."""
+    try:
         config = make_config(payload["config"]["arch"], payload["config"]["vocab_size"],
                              **{k: v for k, v in payload["config"].items()
                                 if k not in ("arch", "vocab_size")})
     except (ValueError, KeyError, TypeError, OverflowError) as err:
         raise InputError(path, None, f"bad model config or vocabulary: {err}") from None
-    if len(vocab) != config["vocab_size"]:
-        raise InputError(path, None, f"vocabulary has {len(vocab)} words, config says "
-                                     f"{config['vocab_size']}")
     _check_config(config, path)
-    return vocab, config
+    return config
 
 
 def _check_config(config: dict, path: str) -> None:
@@ -354,13 +364,15 @@ def _build_checked(config: dict, state: dict, path: str):
 
     The shapes come from a model built on torch's ``meta`` device, so a config that claims
     huge dimensions never allocates memory; only a state dict that matches them is loaded.
+    The model returned is that one given uninitialised CPU memory (``to_empty``): the caller
+    loads every weight into it, so nothing is drawn from torch's generator to be overwritten.
     """
     if config.get("layers", 0) > len(state):  # each layer holds tensors: a bogus count would
         raise InputError(path, None, f"bad model config: {config['layers']} layers, but the state "
                                      f"dict holds {len(state)} tensors")  # take ages to build
     try:
-        with torch.device("meta"):
-            shapes = {k: tuple(v.shape) for k, v in build_model(config).state_dict().items()}
+        meta = build_model(config, device="meta")
+        shapes = {k: tuple(v.shape) for k, v in meta.state_dict().items()}
     except (ValueError, RuntimeError, TypeError, ZeroDivisionError, OverflowError) as err:
         raise InputError(path, None, f"bad model config: {err}") from None
     missing = sorted(set(shapes) - set(state))
@@ -372,7 +384,10 @@ def _build_checked(config: dict, state: dict, path: str):
         if tuple(state[key].shape) != shape:
             raise InputError(path, None, f"state dict does not match its config: {key!r} has "
                                          f"shape {tuple(state[key].shape)}, config implies {shape}")
-    return build_model(config)
+    model = meta.to_empty(device="cpu")
+    if config.get("tie_embeddings"):  # to_empty gives each module its own tensor: tie again
+        model.output.weight = model.embedding.weight
+    return model
 
 
 def load_model(path: str, device: str = "cpu"):
