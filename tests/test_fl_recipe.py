@@ -240,7 +240,8 @@ def test_fl_recipe_resumes_a_stopped_row(tmp_path):
 
 @pytest.mark.slow  # three --tiny runs: ~3-5 minutes on the loaded 2 cores
 def test_row_jobs_make_the_rows_of_a_sequential_run_and_stop_together(tmp_path):
-    """ROW_JOBS=2 trains the rows two at a time and gives the models, hypotheses and scores of ROW_JOBS=1 (seeded test run); it is a knob of
+    """ROW_JOBS=2 trains the rows two at a time (and WORKERS=2 each round's clients two at a time)
+    and gives the models, hypotheses and scores of ROW_JOBS=1 WORKERS=1 (seeded test run); each is a knob of
     speed, not of results (the results file does not list it as a difference); SIGTERM to the
     recipe stops both rows' fl-rounds at once and records the part as stopped."""
     from asrpriv.nnlm.modelfile import read_model_file
@@ -251,7 +252,8 @@ def test_row_jobs_make_the_rows_of_a_sequential_run_and_stop_together(tmp_path):
     for jobs in ("1", "2"):
         out = tmp_path / f"jobs{jobs}"
         proc = subprocess.run(["bash", str(ROOT / "bin" / "fl-finetune-experiment"), "--tiny", str(AMI), str(out)],
-                              capture_output=True, text=True, env=dict(env, ROW_JOBS=jobs), timeout=600)
+                              capture_output=True, text=True, env=dict(env, ROW_JOBS=jobs, WORKERS=jobs),
+                              timeout=600)
         assert proc.returncode == 0, proc.stderr[-3000:]
         outs[jobs] = out
     rows = ("fl-token", "dp-token-z0.5-d1")
@@ -264,7 +266,7 @@ def test_row_jobs_make_the_rows_of_a_sequential_run_and_stop_together(tmp_path):
         assert json.loads((outs["1"] / "runs" / row / "wer.json").read_text())["wer"] == \
             json.loads((outs["2"] / "runs" / row / "wer.json").read_text())["wer"]
     assert "ROW_JOBS=2" in (outs["2"] / "runtime.tsv").read_text()
-    assert changed_knobs(["ROW_JOBS=2 OMP_NUM_THREADS=1 bin/fl-finetune-experiment A B"]) == []
+    assert changed_knobs(["ROW_JOBS=2 WORKERS=2 OMP_NUM_THREADS=1 bin/fl-finetune-experiment A B"]) == []
 
     # SIGTERM while both rows are in their rounds (both round-1 models exist at once: a row's
     # round models are deleted when it ends, so the rows overlap): both fl-rounds end, the part

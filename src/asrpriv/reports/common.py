@@ -214,7 +214,7 @@ def runtime_paragraph(out: str, seconds: int | float, artefacts: str, command: s
 CODE_FILE = "code.tsv"
 #: environment knobs of the recipes that change where or how fast a run goes, not its results
 HARMLESS_KNOBS = frozenset({"OMP_NUM_THREADS", "PYTHON", "ASRPRIV_DEVICE", "JOBS", "MKL_NUM_THREADS",
-                            "ROW_JOBS"})
+                            "ROW_JOBS", "WORKERS"})
 
 
 def read_code(out: str) -> list[tuple[str, str]]:
