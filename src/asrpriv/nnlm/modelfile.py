@@ -360,32 +360,42 @@ def _check_config(config: dict, path: str) -> None:
 
 
 def _build_checked(config: dict, state: dict, path: str):
-    """Build the model of ``config`` after checking, without allocating, that ``state`` fits it.
+    """The model of ``config`` holding the weights of ``state``, after checking, without
+    allocating, that ``state`` fits it.
 
     The shapes come from a model built on torch's ``meta`` device, so a config that claims
     huge dimensions never allocates memory; only a state dict that matches them is loaded.
-    The model returned is that one given uninitialised CPU memory (``to_empty``): the caller
-    loads every weight into it, so nothing is drawn from torch's generator to be overwritten.
+    The weights are then put in place of the meta tensors (copies, in the module's dtypes:
+    ``load_state_dict(assign=True)``), so nothing is initialised only to be overwritten: no
+    draws from torch's generator, and no ``to_empty``, whose first use imports sympy (0.3 s of
+    every step's start).
     """
     if config.get("layers", 0) > len(state):  # each layer holds tensors: a bogus count would
         raise InputError(path, None, f"bad model config: {config['layers']} layers, but the state "
                                      f"dict holds {len(state)} tensors")  # take ages to build
     try:
-        meta = build_model(config, device="meta")
-        shapes = {k: tuple(v.shape) for k, v in meta.state_dict().items()}
+        model = build_model(config, device="meta")
+        specs = model.state_dict()
     except (ValueError, RuntimeError, TypeError, ZeroDivisionError, OverflowError) as err:
         raise InputError(path, None, f"bad model config: {err}") from None
-    missing = sorted(set(shapes) - set(state))
-    extra = sorted(set(state) - set(shapes))
+    missing = sorted(set(specs) - set(state))
+    extra = sorted(set(state) - set(specs))
     if missing or extra:
         what = f"missing {missing[0]!r}" if missing else f"unexpected {extra[0]!r}"
         raise InputError(path, None, f"state dict does not match its config: {what}")
-    for key, shape in shapes.items():
-        if tuple(state[key].shape) != shape:
+    for key, spec in specs.items():
+        if tuple(state[key].shape) != tuple(spec.shape):
             raise InputError(path, None, f"state dict does not match its config: {key!r} has "
-                                         f"shape {tuple(state[key].shape)}, config implies {shape}")
-    model = meta.to_empty(device="cpu")
-    if config.get("tie_embeddings"):  # to_empty gives each module its own tensor: tie again
+                                         f"shape {tuple(state[key].shape)}, config implies "
+                                         f"{tuple(spec.shape)}")
+    weights = {key: state[key].to(device="cpu", dtype=spec.dtype, copy=True)
+               for key, spec in specs.items()}
+    try:
+        model.load_state_dict(weights, strict=True, assign=True)
+    except RuntimeError as err:
+        first = str(err).strip().splitlines()[0]
+        raise InputError(path, None, f"state dict does not match its config: {first}") from None
+    if config.get("tie_embeddings"):  # one tensor for both, as the module was built
         model.output.weight = model.embedding.weight
     return model
 
@@ -404,11 +414,6 @@ def model_from_payload(payload: dict, path: str, device: str = "cpu"):
         raise InputError(path, None, f"is a {payload['kind']} file, not a model")
     vocab, config = vocab_and_config(payload, path)
     model = _build_checked(config, payload["state_dict"], path)
-    try:
-        model.load_state_dict(payload["state_dict"], strict=True)
-    except RuntimeError as err:
-        first = str(err).strip().splitlines()[0]
-        raise InputError(path, None, f"state dict does not match its config: {first}") from None
     model.to(device)
     model.eval()
     return model, vocab, config
