@@ -148,6 +148,8 @@ def test_dp_failures_dropped_same_noise_and_history(work, tmp_path):
     from asrpriv_flower.strategy import FlSettings
 
     q, z, clip, expected = 0.9, 1.0, 0.5, 3.6
+    # the round timeout leaves honest clients room on a saturated 2-core machine (12 s was
+    # once exceeded beside two experiment runs); the sleeper sleeps past it
     cohorts = {t: poisson_sample(CLIENTS, q, t, 5) for t in (1, 2)}
     raiser = cohorts[1][0]
     sleeper = next(c for c in cohorts[2] if c != raiser)
@@ -156,8 +158,8 @@ def test_dp_failures_dropped_same_noise_and_history(work, tmp_path):
         return FlSettings(init=str(work / "base.pt"), train=str(work / "adapt.tsv"),
                           run_dir=str(run), rounds=rounds, sample_rate=q, sample_seed=5, seed=11,
                           clip=clip, noise_multiplier=z, expected_clients=expected, noise_seed=13,
-                          allow_seeded=True, round_timeout=12.0,
-                          test_faults={raiser: "raise", f"{sleeper}@2": "sleep:14"})
+                          allow_seeded=True, round_timeout=20.0,
+                          test_faults={raiser: "raise", f"{sleeper}@2": "sleep:22"})
 
     # round 1, then round 2 as a resumed run (a second Ray session)
     first = simulate(settings(1), workers=2)
@@ -186,7 +188,7 @@ def test_dp_failures_dropped_same_noise_and_history(work, tmp_path):
         if raiser in reasons:
             assert reasons[raiser].startswith("error:") and "injected test fault" in reasons[raiser]
         if t == 2:
-            assert reasons[sleeper] == "no reply within 12 s"
+            assert reasons[sleeper] == "no reply within 20 s"
         contributed = [c for c in cohorts[t] if c not in expect]
         assert report["contributed"] == contributed
         assert report["noise_std"] == pytest.approx(z * clip / expected, rel=1e-12)
