@@ -295,7 +295,7 @@ def _train_group(init, group: list, settings: dict, mode: str, seed: int | None,
     out = {}
     for j, c in enumerate(group):
         new = {n: params[n][j].detach() for n in names}
-        delta, _ = make_delta(init.state, {n: new[n] for n in init.state})
+        delta, _ = make_delta(init.state, {n: new[n] for n in init.state}, snap=False)
         if clip is None:
             norm = l2_norm(delta)
         else:
