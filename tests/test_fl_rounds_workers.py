@@ -141,8 +141,18 @@ def test_unseeded_workers_draw_their_own_dropout(work):  # noqa: F811
 
 
 def children(pid: int) -> list[int]:
-    out = subprocess.run(["ps", "-o", "pid=", "--ppid", str(pid)], capture_output=True, text=True)
-    return [int(x) for x in out.stdout.split()]
+    """The processes whose parent is ``pid`` (from /proc: no procps needed)."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as f:
+                    fields = f.read().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[1]) == pid:
+                found.append(int(entry))
+    return found
 
 
 def alive(pid: int) -> bool:
@@ -254,3 +264,24 @@ def test_reload_init_is_load_init(work, tmp_path):  # noqa: F811
     other = tiny_lm(tmp_path, 300, "other.pt")
     lm = reload_init(again, str(other))
     assert lm.state is not state and lm.fingerprint == load_init(str(other)).fingerprint
+
+
+def test_too_little_shared_memory_is_said_before_anything_starts(work, tmp_path, monkeypatch):  # noqa: F811
+    """A container's small /dev/shm would kill the workers with SIGBUS: measured and refused."""
+    from asrpriv.federated import client_pool
+
+    small = tmp_path / "shm"
+    small.mkdir()
+    real = os.statvfs
+
+    class Tiny:  # a /dev/shm with 4 KiB free (the tiny test model needs ~100 KiB x 5)
+        f_bavail, f_frsize = 1, 4096
+
+    monkeypatch.setattr(client_pool, "SHM_DIR", str(small))
+    monkeypatch.setattr(client_pool.os, "statvfs",
+                        lambda p: Tiny() if p == str(small) else real(p))
+    result = run_cli(["fl-rounds", "-q", "--init", str(work / "base.pt"), "--train",
+                      str(work / "adapt.tsv"), "--run-dir", str(tmp_path / "r"), "--rounds", "1",
+                      "--sample-rate", "0.5", "--workers", "2"])
+    assert result.exit_code == 2
+    assert "shared memory" in result.stderr and "--workers 2 needs" in result.stderr

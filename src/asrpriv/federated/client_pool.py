@@ -48,6 +48,7 @@ class ClientPool:
 
         if workers < 2:
             raise ValueError("a pool needs at least 2 workers")
+        check_shared_memory(init.state, workers)
         for tensor in init.state.values():
             tensor.share_memory_()
         self.state = init.state
@@ -182,6 +183,27 @@ def _work(conn, init, groups: dict, settings, slots: list) -> None:
         except Exception:  # noqa: BLE001 -- reported by the main process, with its traceback
             reply = ("crash", traceback.format_exc())
         conn.send(reply)
+
+
+#: where torch puts shared CPU tensors (its file-descriptor strategy on Linux)
+SHM_DIR = "/dev/shm"
+
+
+def check_shared_memory(state: dict, workers: int) -> None:
+    """Refuse (AsrprivError) when ``/dev/shm`` cannot hold the pool's shared tensors: the
+    round's model and two delta buffers per worker. A container's default /dev/shm (64 MB)
+    is smaller than that for paper 001's LSTM, and a process that touches shared memory beyond
+    it dies of SIGBUS, so this is said before anything starts."""
+    need = sum(t.numel() * t.element_size() for t in state.values()) * (1 + 2 * workers)
+    try:
+        stat = os.statvfs(SHM_DIR)
+    except OSError:
+        return  # no /dev/shm to measure (torch then shares through other means)
+    free = stat.f_bavail * stat.f_frsize
+    if free < need * 1.05:
+        raise AsrprivError(f"--workers {workers} needs {need / 2**20:,.1f} MiB of shared memory "
+                           f"({SHM_DIR} has {free / 2**20:,.1f} MiB free): use fewer workers, "
+                           "a larger /dev/shm (docker run --shm-size), or --workers 1")
 
 
 def worker_threads(requested: int, workers: int) -> int:
