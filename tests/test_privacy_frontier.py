@@ -130,3 +130,133 @@ def test_privacy_frontier_reduced(tmp_path):
     # every point scored on the same evaluation utterances
     words = {json.loads(p.read_text())["ref_words"] for p in (out / "points").glob("*/*/d*/wer.json")}
     assert len(words) == 1
+
+
+def _frontier_env(**knobs) -> dict:
+    env = dict(os.environ)
+    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env['PATH']}"
+    env["PYTHONPATH"] = f"{ROOT / 'src'}{os.pathsep}{env.get('PYTHONPATH', '')}"
+    env["PYTHON"] = sys.executable
+    env.setdefault("OMP_NUM_THREADS", "1")
+    env.pop("TEST_SEEDED_DP_SAMPLING", None)   # the DP point samples from the OS's secure source
+    env.update(knobs)
+    return env
+
+
+def _frontier_stopped(out: Path, env: dict, ready) -> tuple[subprocess.CompletedProcess, float]:
+    """Start bin/privacy-frontier --reduced, send SIGTERM to it (the bash process only, as `kill
+    PID` does) as soon as ``ready()`` holds; returns the ended run and the seconds it took to end."""
+    import signal
+    import time
+
+    proc = subprocess.Popen(["bash", str(ROOT / "bin" / "privacy-frontier"), "--reduced", str(AMI), str(out)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+                            start_new_session=True)
+    deadline = time.monotonic() + 600
+    while not ready():
+        assert proc.poll() is None, f"ended before it could be stopped: {proc.communicate()[1][-3000:]}"
+        assert time.monotonic() < deadline, "never ready"
+        time.sleep(0.01)
+    proc.send_signal(signal.SIGTERM)
+    sent = time.monotonic()
+    stdout, stderr = proc.communicate(timeout=300)
+    return subprocess.CompletedProcess(proc.args, proc.returncode, stdout, stderr), time.monotonic() - sent
+
+
+def _round_models(run: Path) -> list[int]:
+    return sorted(int(p.stem[6:]) for p in run.glob("model-*.pt") if p.stem[6:].isdigit())
+
+
+@pytest.mark.slow  # ~2-3 minutes on the shared 2 cores: three parts of a cut --reduced run
+def test_privacy_frontier_stops_at_once_and_resumes_its_federated_points(tmp_path):
+    """SIGTERM to the recipe while a fl-rounds runs stops it at once (the part recorded as stopped
+    in runtime.tsv); the same command again goes on with the stopped DP-FedAdam point from its
+    last round (fl-rounds --resume), and the seeded non-private point ends with an uninterrupted
+    run's model, byte for byte; the resumed DP point's model holds all T releases. A point stopped
+    in another runner (here: made so by removing its `done`) is redone in its kept directory."""
+    import time
+
+    rounds = 40          # ~0.25 s a round: SIGTERM comes well inside the rounds
+    env = _frontier_env(ROUNDS=str(rounds), DRAWS="1", Z="0.7", EPSILONS="8")
+    out = tmp_path / "out"
+    points = out / "points"
+    fl_inf = points / "dp-fedadam" / "inf" / "d1" / "fl"
+    fl_dp = points / "dp-fedadam" / "z0.7" / "d1" / "fl"
+
+    # 1. stopped in the non-private (seeded) FedAdam point's rounds
+    stopped, took = _frontier_stopped(out, env, lambda: (fl_inf / "model-1.pt").exists())
+    assert stopped.returncode == 143, stopped.stderr[-3000:]
+    assert took < 20, took                     # fl-rounds was stopped, not waited for
+    assert "dp-fedadam inf, draw 1" in stopped.stderr and "resuming" not in stopped.stderr
+    done = _round_models(fl_inf)[-1]
+    assert 1 <= done < rounds, done
+    time.sleep(1)
+    assert _round_models(fl_inf)[-1] == done   # no fl-rounds left running
+    assert not (fl_inf.parent / "done").exists() and not (fl_inf.parent / "hyp.txt").exists()
+    (part,) = (out / "runtime.tsv").read_text().splitlines()
+    assert part.endswith("[stopped: exit 143]"), part
+    resumed_at = time.time()
+
+    # 2. the same command: the point goes on after its last round; stopped in the DP point's rounds
+    again, took = _frontier_stopped(out, env, lambda: (fl_dp / "model-1.pt").exists())
+    assert again.returncode == 143, again.stderr[-3000:]
+    assert took < 20, took
+    assert f"resuming dp-fedadam/inf/d1 after round {done} of {rounds}" in again.stderr
+    assert "going on with points/dp-fedadam/inf/d1" in again.stderr
+    assert "reusing points/dp-fmp/inf/d1 (same settings)" in again.stderr
+    assert "dp-fedadam z0.7, draw 1" in again.stderr and "resuming dp-fedadam/z0.7" not in again.stderr
+    dp_done = _round_models(fl_dp)[-1]
+    assert 1 <= dp_done < rounds, dp_done
+
+    # 3. points stopped after their federated rounds or in another runner (made so: no `done`):
+    # the FedAdam point is rescored with its last model, the others are redone in their kept
+    # directories (fma-ngram's noisy counts are written over)
+    for point in ("dp-fedadam/inf/d1", "dp-fmp/eps8/d1", "fma-ngram/eps8/d1"):
+        (points / point / "done").unlink()
+    assert (points / "fma-ngram" / "eps8" / "d1" / "noisy.counts").exists()
+    final = subprocess.run(["bash", str(ROOT / "bin" / "privacy-frontier"), "--reduced", str(AMI), str(out)],
+                           capture_output=True, text=True, env=env, timeout=600)
+    assert final.returncode == 0, final.stderr[-3000:]
+    assert f"resuming dp-fedadam/z0.7/d1 after round {dp_done} of {rounds}" in final.stderr
+    assert f"dp-fedadam/inf/d1: its {rounds} rounds were done before it was stopped" in final.stderr
+    assert "resuming dp-fedadam/inf" not in final.stderr
+    for point in ("dp-fedadam/inf/d1", "dp-fmp/eps8/d1", "fma-ngram/eps8/d1"):
+        assert f"going on with points/{point} (same settings" in final.stderr
+        assert (points / point / "done").exists()
+    rows = _check_frontier(out, min_draws=1)
+    assert len(rows) == 3 + 3
+    md = (out / "frontier.md").read_text()
+    assert md in final.stdout
+    lines = (out / "runtime.tsv").read_text().splitlines()
+    assert len(lines) == 3 and [line.endswith("[stopped: exit 143]") for line in lines] == [True, True, False]
+    total = sum(int(line.split("\t")[0]) for line in lines)
+    assert f"Run time {total} s" in md, md[:2000]
+
+    # the non-private point's rounds ran 1..T once, without a restart (round 1 from the first part)
+    reports = [json.loads((fl_inf / f"round-{t}" / "report.json").read_text()) for t in range(1, rounds + 1)]
+    assert [r["round"] for r in reports] == list(range(1, rounds + 1))
+    assert (fl_inf / "round-1" / "report.json").stat().st_mtime < resumed_at
+    assert _round_models(fl_inf) == [rounds] and _round_models(fl_dp) == [rounds]
+    # ... and its model is an uninterrupted run's (the same settings, run.json), byte for byte
+    whole = tmp_path / "whole"
+    code = ("import json, sys\n"
+            "from asrpriv.federated.rounds import RoundSettings, run_rounds\n"
+            "settings = json.load(open(sys.argv[1]))\n"
+            "settings['run_dir'] = sys.argv[2]\n"
+            "run_rounds(RoundSettings(**settings))\n")
+    subprocess.run([sys.executable, "-c", code, str(fl_inf / "run.json"), str(whole)], env=env, check=True,
+                   timeout=600)
+    assert (fl_inf / f"model-{rounds}.pt").read_bytes() == (whole / f"model-{rounds}.pt").read_bytes()
+    assert (fl_inf / "state.pt").read_bytes() == (whole / "state.pt").read_bytes()
+    for t in range(1, rounds + 1):
+        assert (fl_inf / f"round-{t}" / "clients.txt").read_text() == \
+            (whole / f"round-{t}" / "clients.txt").read_text(), t
+
+    # the resumed DP point's model carries all T releases of secure sampling and noise: its
+    # privacy history gives the epsilon the report states for (z, q, T)
+    history = json.loads(subprocess.run(["asrpriv", "privacy-report", "--json", str(fl_dp / f"model-{rounds}.pt")],
+                                        capture_output=True, text=True, env=env, check=True).stdout)
+    eps = json.loads((out / "privacy" / "z0.7.json").read_text())
+    assert (eps["rounds"], len(history["releases"]), history["seeded"]) == (rounds, rounds, False)
+    for key in ("epsilon_rdp", "epsilon_pld"):
+        assert history[key] == pytest.approx(eps[key], rel=1e-9), key
