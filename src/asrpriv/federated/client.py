@@ -122,7 +122,7 @@ def reload_init(init: InitModel, path: str) -> InitModel:
 
     payload = modelfile.read_model_file(path)
     state = payload.get("state_dict")
-    same = (payload.get("kind") == "model" and payload.get("vocab") == list(init.vocab.words)
+    same = (payload.get("kind") == "model" and payload.get("vocab") == init.vocab.words
             and isinstance(state, dict) and state.keys() == init.state.keys()
             and all(isinstance(state[k], torch.Tensor) and state[k].shape == v.shape
                     and state[k].dtype == v.dtype for k, v in init.state.items()))

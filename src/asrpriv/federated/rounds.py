@@ -13,7 +13,10 @@ loads:
    model ``RUN/model-(t-1).pt`` (``finetune-lm --by-client``'s
    :func:`asrpriv.federated.client.client_update`, training seed ``seed * 100000 + t``,
    ``--clip C``), one client at a time, or ``batch_clients`` at a time where the model allows
-   (:mod:`asrpriv.federated.batched`; the same deltas within its stated tolerance);
+   (:mod:`asrpriv.federated.batched`; the same deltas within its stated tolerance), or in
+   ``workers`` forked processes (:mod:`asrpriv.federated.client_pool`; the same bits). The
+   round's model is read from its file into the same module and tensors each round
+   (:func:`asrpriv.federated.client.reload_init`);
 3. **server round** (:func:`server_round`): :func:`asrpriv.federated.aggregate.run_round`, the
    function ``aggregate --server`` runs (FedAvg / FedAdam, clipping, the Gaussian mechanism
    with the fixed denominator, noise seed ``noise_seed * 100000 + noise_draw * 1000 + t``
