@@ -560,9 +560,6 @@ def test_the_new_entries_do_their_own_checks(tmp_path):
 #: command modules that still compute, and why (each entry is someone's open work or option
 #: handling); the test below fails when one of them no longer needs its entry
 THICK_COMMANDS: dict[str, str] = {
-    "fl_fmp.py": "counts the dropped client rounds in asrpriv_flower's reports (the Flower app "
-                 "and the federated round's single home are issue 41's)",
-    "fl_simulate.py": "as fl_fmp.py: the dropped client updates of asrpriv_flower's rounds",
     "options.py": "option handling: click parameter types (FiniteFloat's bounds)",
     "fmp_options.py": "option handling: puts the shared FMP options on a command",
     "round_options.py": "option handling: puts the federated round's options on fl-rounds and "

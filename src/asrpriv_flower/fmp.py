@@ -272,6 +272,12 @@ def settings_json(settings: FmpSettings) -> dict:
             "threads": settings.threads}
 
 
+def fmp_summary(reports: list) -> str:
+    """The line ``fl-fmp`` says on stderr: rounds and dropped client rounds."""
+    dropped = sum(len(r["dropped"]) for r in reports)
+    return f"fl-fmp: {len(reports)} round(s)" + (f", {dropped} client round(s) dropped" if dropped else "")
+
+
 def simulate_fmp(settings: FmpSettings, *, workers: int = 1, talk=lambda s: None,
                  verbose: bool = False):
     """``fl-fmp``: run FMP's T+1 rounds on Flower's simulation engine; every check first

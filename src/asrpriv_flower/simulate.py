@@ -47,6 +47,13 @@ class SimulationResult:
     seconds: float = 0.0
     ray_tmpdir: str = ""
 
+    def summary(self) -> str:
+        """The line ``fl-simulate`` says on stderr: rounds, seconds, dropped client updates."""
+        dropped = sum(len(r["dropped"]) for r in self.rounds)
+        return (f"fl-simulate: {len(self.rounds)} round(s) in {self.seconds:.1f} s"
+                + (f", {dropped} client update(s) dropped" if dropped else "")
+                + f"; final model {self.final_model}")
+
 
 def population_of(settings) -> list[str]:
     """The sampling population (:func:`asrpriv.federated.rounds.population_of`)."""

@@ -44,11 +44,10 @@ def fl_fmp(fmp, workers, round_timeout):
 
     from asrpriv.commands.flower_common import stderr_talk
     from asrpriv.commands.options import is_verbose
-    from asrpriv_flower.fmp import FmpSettings, simulate_fmp
+    from asrpriv_flower.fmp import FmpSettings, fmp_summary, simulate_fmp
 
     talk = stderr_talk()
     reports = simulate_fmp(FmpSettings(fmp=fmp, round_timeout=round_timeout), workers=workers,
                            talk=talk, verbose=is_verbose())
-    dropped = sum(len(r["dropped"]) for r in reports)
-    talk(f"fl-fmp: {len(reports)} round(s)" + (f", {dropped} client round(s) dropped" if dropped else ""))
+    talk(fmp_summary(reports))
     click.echo(os.path.join(fmp.run_dir, "hyp.txt"))

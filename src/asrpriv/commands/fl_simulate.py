@@ -74,8 +74,5 @@ def fl_simulate(init_path, train_path, ids, utt2client, clients_path, run_dir, r
     result = simulate(settings, workers=workers, cpus_per_client=cpus_per_client,
                       gpus_per_client=gpus_per_client, resume=resume, talk=talk,
                       verbose=is_verbose())
-    dropped = sum(len(r["dropped"]) for r in result.rounds)
-    talk(f"fl-simulate: {len(result.rounds)} round(s) in {result.seconds:.1f} s"
-         + (f", {dropped} client update(s) dropped" if dropped else "")
-         + f"; final model {result.final_model}")
+    talk(result.summary())
     click.echo(result.final_model)
