@@ -297,8 +297,20 @@ def test_fl_report_scale_section_times_rows_from_their_artefacts(tmp_path):
                     ["FL fine-tuned (token weighted)", "3", "6", "30", "10.0", "5.00"]]
     median = (15.0 + 5.0) / 2                            # s per client update
     assert f"median of {median:.2f} s per client update (range 5.00-15.00" in text
-    assert f"about {1000 * 100 * median / 3600:,.0f} h on one core" in text
+    # no runtime.tsv: the thread count is not known, and the text does not claim one core
+    assert f"about {1000 * 100 * median / 3600:,.0f} h on this run's cores" in text
+    assert "torch's default thread count" in text
     assert "4 utterances each on average (8 over 2 meetings)" in text
+    # the cores as the invocations set them: one thread, one process; 2 workers of 1 thread
+    for command, where, clause in (
+            ("OMP_NUM_THREADS=1 bin/fl-finetune-experiment A B", "one core",
+             "one fl-rounds process per row, 1 thread(s) per process (OMP_NUM_THREADS=1)"),
+            ("WORKERS=2 OMP_NUM_THREADS=2 bin/fl-finetune-experiment A B", "2 cores",
+             "in 2 worker processes (WORKERS=2), 1 thread(s) per process (OMP_NUM_THREADS=2)")):
+        (out / "runtime.tsv").write_text(f"40\t{int(t0)}\t{command}\n")
+        assert fl.main(_fl_args(out)) == 0
+        text = (out / "results.md").read_text()
+        assert f"h on {where} here" in text and clause in text, command
 
 
 def test_fl_report_without_runtime_file_and_one_draw(tmp_path):
@@ -629,3 +641,15 @@ def test_fl_report_client_level_section_against_score_wer_and_holm(tmp_path):
     assert sorted(holm_adjust(ps)) == pytest.approx(hand)
     # the sign test over 4 meetings, 4 of 4 worse: two-sided 2 x 0.5^4 = 0.125
     assert nonnlm[3].startswith("0.125")
+
+
+def test_fl_report_without_dp_rows_says_so(tmp_path):
+    """DP_MODES empty (e.g. a single FL row at 1,000 rounds): Table 5 says there are no DP rows
+    instead of an empty table."""
+    out = _fl_out(tmp_path)
+    args = _fl_args(out)
+    args[args.index("--dp-modes") + 1] = ""
+    assert fl.main(args) == 0
+    text = (out / "results.md").read_text()
+    section = text.split("## Table 5", 1)[1].split("\n## ", 1)[0]
+    assert "No DP rows in this run" in section and "| Model | z |" not in section

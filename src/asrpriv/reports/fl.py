@@ -328,20 +328,54 @@ def _utterances_per_client(out: str) -> str:
             f"{len(set(clients))} meetings)")
 
 
+def _knob_values(out: str, name: str) -> set[str]:
+    """The values an environment knob ``NAME=value`` took in the invocations of OUT/runtime.tsv
+    (empty: never set)."""
+    import re
+
+    from asrpriv.reports.common import read_runtime
+
+    pattern = re.compile(rf"(?:^|\s){name}=(\S+)")
+    return {m.group(1).strip("'\"") for _s, _start, command in read_runtime(out)
+            for m in pattern.finditer(command)}
+
+
+def _parallel_setup(out: str) -> tuple[str, str]:
+    """How fl-rounds used the cores in this run, as the invocations set it: ``(clause for the
+    cost paragraph, where the projection's hours are spent)``. fl-rounds' client processes:
+    WORKERS (1 when unset); torch threads per process: OMP_NUM_THREADS divided among them,
+    at least 1 (fl-rounds --workers), or torch's default count when unset."""
+    workers = _knob_values(out, "WORKERS") or {"1"}
+    threads = _knob_values(out, "OMP_NUM_THREADS")
+    w = "/".join(sorted(workers, key=int)) if all(v.isdigit() for v in workers) else "?"
+    if threads and all(v.isdigit() for v in threads) and all(v.isdigit() for v in workers):
+        per = sorted({max(1, int(t) // int(k)) for t in threads for k in workers})
+        cores = sorted({int(k) * p for k in workers for p in per})
+        t_text = f"{'/'.join(map(str, per))} thread(s) per process (OMP_NUM_THREADS={'/'.join(sorted(threads))})"
+        where = "one core" if cores == [1] else f"{'/'.join(map(str, cores))} cores"
+    else:
+        t_text = "torch's default thread count (OMP_NUM_THREADS unset; divided among the workers)"
+        where = "this run's cores"
+    clause = (f"fl-rounds with the clients of a round in {w} worker processes (WORKERS={w}), {t_text}"
+              if w != "1" else f"one fl-rounds process per row, {t_text}")
+    return clause, where
+
+
 def _scale_section(L: list[str], out: str) -> None:
     """What the federated rows cost here, and paper 001's scale projected from it (issue 29)."""
     rows = round_costs(out)
     if not rows:
         return
+    setup, where = _parallel_setup(out)
     per_update = [seconds / updates for _n, _r, updates, seconds in rows]
     median = statistics.median(per_update)
     total = PAPER_ROUNDS * PAPER_CLIENTS_PER_ROUND
     L.append("## Scale: what the federated rows cost here, and paper 001's scale projected\n")
     L.append("Each FL row's federated training, timed from its artefacts (`fl/ROW/round-t/clients.txt` is written as "
              "round t starts, `models/ROW.pt` after the last round): every client update, aggregation (FedAdam, "
-             "with DP noise in the DP rows) and cohort sampling (`fl-rounds`, one process per row), none of "
+             "with DP noise in the DP rows) and cohort sampling (`fl-rounds`), none of "
              "the evaluation. Wall time on this run's machine as it ran (the recipe's invocations above; parts "
-             "that ran beside each other shared the 2 cores), one thread per process.\n")
+             f"that ran beside each other shared the 2 cores): {setup}.\n")
     L.append("| Row | rounds | client updates | wall s | s per round | s per client update |")
     L.append("|---|---|---|---|---|---|")
     for (name, rounds, updates, seconds), unit in zip(rows, per_update):
@@ -351,7 +385,7 @@ def _scale_section(L: list[str], out: str) -> None:
     L.append(f"Paper 001 trained {PAPER_ROUNDS:,} rounds of {PAPER_CLIENTS_PER_ROUND} clients = {total:,} client "
              f"updates per model. At this run's median of {median:.2f} s per client update (range "
              f"{min(per_update):.2f}-{max(per_update):.2f}; aggregation included, so a round of 100 clients is "
-             f"costed as 100 updates) one such model would take about {total * median / 3600:,.0f} h on one core "
+             f"costed as 100 updates) one such model would take about {total * median / 3600:,.0f} h on {where} "
              f"here, against the {sum(s for *_x, s in rows) / 3600:.1f} h that these {len(rows)} rows took in all. "
              "The projection is linear in client updates: the paper's clients hold ~17 utterances each (166K over "
              f"~10K devices) and ours {_utterances_per_client(out)}, and its NNLM is character-aware, so "
@@ -367,6 +401,9 @@ def _draw_number(name: str) -> int:
 def _dp_tables(L: list[str], out: str, a, settings: list, wer: dict, ppl: dict, base_wer: float | None) -> None:
     """Table 5 (one row per DP setting: mean over its draws, with intervals) and its draws."""
     L.append("## Table 5: client-level DP (clip C = %s, Gaussian noise z C on the clipped sum, fixed denominator q N)\n" % a.clip)
+    if not settings:
+        L.append("No DP rows in this run (DP_MODES or DP_Z empty).\n")
+        return
     L.append(f"epsilon at delta = {a.delta} for this run's q = {a.rate} and T = {a.rounds} (privacy-report: dp-accounting "
              "RDP with default orders, PLD at discretization 1e-4), each rounded once to 4 significant digits; "
              "*paper setting* = the same accountants at 001's q = 0.01, T = 1000. "
