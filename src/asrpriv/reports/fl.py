@@ -404,7 +404,7 @@ def _dp_tables(L: list[str], out: str, a, settings: list, wer: dict, ppl: dict, 
     if not settings:
         L.append("No DP rows in this run (DP_MODES or DP_Z empty): no row adds noise, so this file makes "
                  "no privacy claim and has no unit of privacy; the FL rows' client sampling used the public "
-                 "seed SAMPLE_SEED (repeatable), under which an epsilon would not hold anyway.\n")
+                 "seed SAMPLE_SEED (repeatable), under which an epsilon does not hold.\n")
         return
     L.append(f"epsilon at delta = {a.delta} for this run's q = {a.rate} and T = {a.rounds} (privacy-report: dp-accounting "
              "RDP with default orders, PLD at discretization 1e-4), each rounded once to 4 significant digits; "
