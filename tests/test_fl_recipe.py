@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from _recipe_helpers import round_models, stop_when
 from _table_helpers import section_rows
 from conftest import AMI, ROOT
 
@@ -135,26 +136,9 @@ def test_fl_recipe_refuses_a_public_sampling_seed_for_dp_rows(tmp_path):
 
 
 def _stop_when(out: Path, env: dict, ready) -> subprocess.CompletedProcess:
-    """Start the --tiny recipe, send SIGTERM to it (the bash process only, as `kill PID` does)
-    as soon as ``ready()`` holds, and wait for it to end."""
-    import signal
-    import time
-
-    proc = subprocess.Popen(["bash", str(ROOT / "bin" / "fl-finetune-experiment"), "--tiny", str(AMI), str(out)],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
-                            start_new_session=True)
-    deadline = time.monotonic() + 600
-    while not ready():
-        assert proc.poll() is None, f"ended before it could be stopped: {proc.communicate()[1][-3000:]}"
-        assert time.monotonic() < deadline, "never ready"
-        time.sleep(0.01)
-    proc.send_signal(signal.SIGTERM)
-    stdout, stderr = proc.communicate(timeout=300)
-    return subprocess.CompletedProcess(proc.args, proc.returncode, stdout, stderr)
-
-
-def _fl_round_models(run: Path) -> list[int]:
-    return sorted(int(p.stem[6:]) for p in run.glob("model-*.pt") if p.stem[6:].isdigit())
+    """Start the --tiny recipe and stop it with SIGTERM as soon as ``ready()`` holds."""
+    return stop_when(["bash", str(ROOT / "bin" / "fl-finetune-experiment"), "--tiny", str(AMI), str(out)],
+                     env, ready)[0]
 
 
 def test_fl_recipe_resumes_a_stopped_row(tmp_path):
@@ -191,10 +175,10 @@ def test_fl_recipe_resumes_a_stopped_row(tmp_path):
     assert stopped.returncode == 143, stopped.stderr[-3000:]
     assert "resuming" not in stopped.stderr and "FL: fl-token (20 rounds" in stopped.stderr
     # fl-rounds was stopped with the recipe (mid-row), not left running
-    done = _fl_round_models(run)[-1]
+    done = round_models(run)[-1]
     assert 1 <= done < rounds, done
     time.sleep(1)
-    assert _fl_round_models(run)[-1] == done
+    assert round_models(run)[-1] == done
     assert not (out / "models" / "fl-token.pt").exists()
     assert (out / "runtime.tsv").read_text().count("[stopped: exit 143]") == 2
     # 3. the same command again: fl-token goes on after its last round; stopped in the DP row
@@ -204,7 +188,7 @@ def test_fl_recipe_resumes_a_stopped_row(tmp_path):
     assert f"FL: resuming fl-token after round {done} of {rounds}" in again.stderr
     assert "FL: fl-token (" not in again.stderr
     assert "reusing OUT/models/pretrained.pt" in again.stderr
-    dp_done = _fl_round_models(dp_run)[-1]
+    dp_done = round_models(dp_run)[-1]
     assert 1 <= dp_done < rounds, dp_done
     # 4. and again: the DP row goes on too, the run completes
     again = _run(out, env)
@@ -220,7 +204,7 @@ def test_fl_recipe_resumes_a_stopped_row(tmp_path):
         assert history[key] == pytest.approx(eps[key], rel=1e-9), key
     reports = [json.loads((run / f"round-{t}" / "report.json").read_text()) for t in range(1, rounds + 1)]
     assert [r["round"] for r in reports] == list(range(1, rounds + 1))
-    assert _fl_round_models(run) == [0, rounds]   # the row's intermediate models removed, as before
+    assert round_models(run) == [0, rounds]   # the row's intermediate models removed, as before
     # an uninterrupted run of the same settings (run.json) gives the same model and state
     whole = tmp_path / "whole"
     code = ("import json, sys\n"

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from _recipe_helpers import round_models, stop_when
 from _table_helpers import dp_rows_with_few_draws, is_dp_row, rows_without_interval, table_rows
 from conftest import AMI, ROOT
 from asrpriv.reports import frontier
@@ -144,27 +145,10 @@ def _frontier_env(**knobs) -> dict:
 
 
 def _frontier_stopped(out: Path, env: dict, ready) -> tuple[subprocess.CompletedProcess, float]:
-    """Start bin/privacy-frontier --reduced, send SIGTERM to it (the bash process only, as `kill
-    PID` does) as soon as ``ready()`` holds; returns the ended run and the seconds it took to end."""
-    import signal
-    import time
-
-    proc = subprocess.Popen(["bash", str(ROOT / "bin" / "privacy-frontier"), "--reduced", str(AMI), str(out)],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
-                            start_new_session=True)
-    deadline = time.monotonic() + 600
-    while not ready():
-        assert proc.poll() is None, f"ended before it could be stopped: {proc.communicate()[1][-3000:]}"
-        assert time.monotonic() < deadline, "never ready"
-        time.sleep(0.01)
-    proc.send_signal(signal.SIGTERM)
-    sent = time.monotonic()
-    stdout, stderr = proc.communicate(timeout=300)
-    return subprocess.CompletedProcess(proc.args, proc.returncode, stdout, stderr), time.monotonic() - sent
-
-
-def _round_models(run: Path) -> list[int]:
-    return sorted(int(p.stem[6:]) for p in run.glob("model-*.pt") if p.stem[6:].isdigit())
+    """Start bin/privacy-frontier --reduced and stop it with SIGTERM as soon as ``ready()`` holds;
+    returns the ended run and the seconds it took to end."""
+    return stop_when(["bash", str(ROOT / "bin" / "privacy-frontier"), "--reduced", str(AMI), str(out)],
+                     env, ready)
 
 
 @pytest.mark.slow  # ~2-3 minutes on the shared 2 cores: three parts of a cut --reduced run
@@ -188,10 +172,10 @@ def test_privacy_frontier_stops_at_once_and_resumes_its_federated_points(tmp_pat
     assert stopped.returncode == 143, stopped.stderr[-3000:]
     assert took < 20, took                     # fl-rounds was stopped, not waited for
     assert "dp-fedadam inf, draw 1" in stopped.stderr and "resuming" not in stopped.stderr
-    done = _round_models(fl_inf)[-1]
+    done = round_models(fl_inf)[-1]
     assert 1 <= done < rounds, done
     time.sleep(1)
-    assert _round_models(fl_inf)[-1] == done   # no fl-rounds left running
+    assert round_models(fl_inf)[-1] == done   # no fl-rounds left running
     assert not (fl_inf.parent / "done").exists() and not (fl_inf.parent / "hyp.txt").exists()
     (part,) = (out / "runtime.tsv").read_text().splitlines()
     assert part.endswith("[stopped: exit 143]"), part
@@ -205,7 +189,7 @@ def test_privacy_frontier_stops_at_once_and_resumes_its_federated_points(tmp_pat
     assert "going on with points/dp-fedadam/inf/d1" in again.stderr
     assert "reusing points/dp-fmp/inf/d1 (same settings)" in again.stderr
     assert "dp-fedadam z0.7, draw 1" in again.stderr and "resuming dp-fedadam/z0.7" not in again.stderr
-    dp_done = _round_models(fl_dp)[-1]
+    dp_done = round_models(fl_dp)[-1]
     assert 1 <= dp_done < rounds, dp_done
 
     # 3. points stopped after their federated rounds or in another runner (made so: no `done`):
@@ -236,7 +220,7 @@ def test_privacy_frontier_stops_at_once_and_resumes_its_federated_points(tmp_pat
     reports = [json.loads((fl_inf / f"round-{t}" / "report.json").read_text()) for t in range(1, rounds + 1)]
     assert [r["round"] for r in reports] == list(range(1, rounds + 1))
     assert (fl_inf / "round-1" / "report.json").stat().st_mtime < resumed_at
-    assert _round_models(fl_inf) == [rounds] and _round_models(fl_dp) == [rounds]
+    assert round_models(fl_inf) == [rounds] and round_models(fl_dp) == [rounds]
     # ... and its model is an uninterrupted run's (the same settings, run.json), byte for byte
     whole = tmp_path / "whole"
     code = ("import json, sys\n"

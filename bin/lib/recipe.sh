@@ -118,6 +118,17 @@ recipe_child() {  # recipe_child COMMAND...: run a long step (minutes) so that S
   return "$rc"
 }
 
+fl_last_round() {  # fl_last_round RUN: the highest t of an fl-rounds run directory's RUN/model-t.pt
+  # (0: none), where a stopped run goes on from (fl-rounds --resume)
+  local f t last=0
+  for f in "$1"/model-*.pt; do
+    t=${f##*/model-}; t=${t%.pt}
+    case $t in "" | *[!0-9]*) continue ;; esac
+    if [ "$t" -gt "$last" ]; then last=$t; fi
+  done
+  printf '%s\n' "$last"
+}
+
 recipe_stop() {  # recipe_stop STATUS (the INT/TERM trap): stop the step recipe_child runs and the
   # jobs recipe_job started, wait for them, exit
   if [ -n "${RECIPE_CHILD:-}" ]; then

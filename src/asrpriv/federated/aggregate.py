@@ -176,10 +176,13 @@ def write_round(output: str, state_path: str | None, optimizer: ModelStep, dp: D
             round_meta["dp_rounds"] = sum(int(r.params["rounds"]) for r in privacy.history.releases
                                           if r.mechanism == "gaussian")
 
-    def write_model() -> str:
-        theta, _, _, fingerprint = optimizer.run(keep_theta=True, keep_moments=False)
+    def save(theta) -> None:
         save_model(output, theta, ref.vocab, ref.config, federated_round=round_meta,
                    privacy=privacy)
+
+    def write_model() -> str:
+        theta, _, _, fingerprint = optimizer.run(keep_theta=True, keep_moments=False)
+        save(theta)
         return fingerprint
 
     if server != "fedadam":
@@ -187,21 +190,17 @@ def write_round(output: str, state_path: str | None, optimizer: ModelStep, dp: D
         if state_path:
             write_state(state_path, ServerState(server, t, fingerprint, hp))
         return fingerprint
-    if _parameter_bytes(ref) <= ONE_PASS_BYTES:  # theta, m and v fit together: one pass
-        theta, m, v, fingerprint = optimizer.run(keep_theta=True, keep_moments=True)
-        with atomic_path(state_path) as tmp:
-            dump_payload(tmp, state_payload(ServerState(server, t, fingerprint, hp, m, v)))
-            del m, v
-            save_model(output, theta, ref.vocab, ref.config, federated_round=round_meta,
-                       privacy=privacy)
-        return fingerprint
-    _, m, v, fingerprint = optimizer.run(keep_theta=False, keep_moments=True)
+    one_pass = _parameter_bytes(ref) <= ONE_PASS_BYTES  # theta, m and v fit together
+    theta, m, v, fingerprint = optimizer.run(keep_theta=one_pass, keep_moments=True)
     with atomic_path(state_path) as tmp:
         dump_payload(tmp, state_payload(ServerState(server, t, fingerprint, hp, m, v)))
         del m, v
-        release_freed_memory()
-        if write_model() != fingerprint:
-            raise AsrprivError("the server step gave two different models (internal error)")
+        if one_pass:
+            save(theta)
+        else:
+            release_freed_memory()
+            if write_model() != fingerprint:
+                raise AsrprivError("the server step gave two different models (internal error)")
     return fingerprint
 
 

@@ -107,8 +107,9 @@ def init_from_payload(payload: dict, label: str, device: str = "cpu") -> InitMod
 
 def reload_init(init: InitModel, path: str) -> InitModel:
     """:func:`load_init` of the next model of the same run: the weights of ``path`` copied
-    into ``init``'s module and ``init.state`` in place (no rebuild, no reallocation: a worker
-    process that shares ``init.state`` sees them), with their own fingerprint and privacy.
+    into ``init.state`` in place (no rebuild, no reallocation: a worker process that shares
+    ``init.state`` sees them; :func:`client_update` resets the module from it before each
+    client), with their own fingerprint and privacy.
 
     ``path`` is checked as :func:`load_init` checks it (a model file, finite weights); one
     whose config, vocabulary or parameter shapes differ from ``init``'s is loaded afresh.

@@ -15,8 +15,8 @@ shared memory, not pickles:
   with the other buffer, then copies the finished delta out.
 
 Same bits as one process: a worker trains a client exactly as the in-process path does
-(:func:`client_update`, the round's seed, the same torch thread count), so every delta is
-the same bit for bit, and :func:`asrpriv.federated.rounds.server_round` sums them in the
+(:func:`asrpriv.federated.rounds.train_client`, the round's seed, the same torch thread
+count), so every delta is the same bit for bit, and :func:`asrpriv.federated.rounds.server_round` sums them in the
 cohort's sorted order whatever order they finished in (test: ``--workers 2`` gives the
 ``--workers 1`` run's files). Without a seed, each worker's torch generator is reseeded from
 the OS when it starts, so forked workers never repeat one another's dropout masks.
@@ -121,8 +121,8 @@ class ClientPool:
                     results[name] = ClientResult(delta, weight, norm, clip, train)
                 elif kind == "empty":
                     results[name] = None
-                elif kind == "value":
-                    raise AsrprivError(f"client {name}: {value}")
+                elif kind == "refused":
+                    raise AsrprivError(value)
                 else:
                     raise RuntimeError(f"client worker {k + 1}, client {name}:\n{value}")
         return results
@@ -158,7 +158,7 @@ def _work(conn, init, groups: dict, settings, slots: list) -> None:
     _die_with_parent()
     import torch
 
-    from asrpriv.federated.client import client_update
+    from asrpriv.federated.rounds import train_client
     from asrpriv.nnlm.runtime import use_threads
 
     use_threads(worker_threads(settings.threads, settings.workers))
@@ -171,15 +171,12 @@ def _work(conn, init, groups: dict, settings, slots: list) -> None:
         if task is None:
             return
         name, seed, buffer = task
-        data = groups[name]
         try:
-            update = client_update(init, data.sentences, data.confidences,
-                                   settings=settings.training, seed=seed, clip=settings.clip,
-                                   confidence=settings.confidence, train_only=settings.train_only,
-                                   delta_out=slots[buffer])
-            reply = ("ok", (update.weight, update.norm, update.clip_l2, update.train))
-        except ValueError as err:
-            reply = ("empty", None) if "no training sentences" in str(err) else ("value", str(err))
+            update = train_client(init, name, groups[name], settings, seed, slots[buffer])
+            reply = (("empty", None) if update is None else
+                     ("ok", (update.weight, update.norm, update.clip_l2, update.train)))
+        except AsrprivError as err:
+            reply = ("refused", str(err))
         except Exception:  # noqa: BLE001 -- reported by the main process, with its traceback
             reply = ("crash", traceback.format_exc())
         conn.send(reply)

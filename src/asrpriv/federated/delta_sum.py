@@ -135,11 +135,13 @@ def weighted_sum(ref, sources, inputs, bounds=None, progress=None,
                 norm = _norm(delta, tensors, label)
                 _add(total.acc, delta, tensors, bounds.scale(weight, norm, recorded_clip(payload)),
                      None, digest)
-            key = None if digest is None else digest.hexdigest()
-            if key is not None and key in digests:
-                raise InputError(label, None, f"the same update as delta {digests[key]} (a copy "
-                                              "under another name?): every update counts once")
-            digests[key] = number
+            if digest is not None:
+                key = digest.hexdigest()
+                if key in digests:
+                    raise InputError(label, None, f"the same update as delta {digests[key]} (a "
+                                                  "copy under another name?): every update "
+                                                  "counts once")
+                digests[key] = number
         total.total_weight += weight
         total.weights.add(weight)
         total.deltas += 1

@@ -378,6 +378,25 @@ def delta_payload(init, update, name: str, seed: int | None, confidence: str,
     return payload
 
 
+def train_client(init, name: str, data, settings: RoundSettings, seed: int | None,
+                 delta_out: dict | None = None):
+    """Client ``name``'s update from ``init`` with the run's training settings
+    (:func:`asrpriv.federated.client.client_update`), or None when it has no training words
+    (e.g. all dropped by ``hard:C``: skipped, as ``finetune-lm --by-client`` skips it); any
+    other refusal is an AsrprivError naming the client. ``delta_out``: see client_update."""
+    from asrpriv.federated import client
+
+    try:
+        return client.client_update(init, data.sentences, data.confidences,
+                                    settings=settings.training, seed=seed, clip=settings.clip,
+                                    confidence=settings.confidence,
+                                    train_only=settings.train_only, delta_out=delta_out)
+    except ValueError as err:
+        if "no training sentences" not in str(err):
+            raise AsrprivError(f"client {name}: {err}") from None
+        return None
+
+
 def client_payloads(init, groups: dict, cohort: list[str], settings: RoundSettings, t: int,
                     batched=None, pool=None) -> tuple[dict, list[str]]:
     """Every sampled client's update of round t: ``({client: delta payload}, skipped)``.
@@ -385,10 +404,9 @@ def client_payloads(init, groups: dict, cohort: list[str], settings: RoundSettin
     A client without training words (e.g. all dropped by ``hard:C``) is skipped, as
     ``finetune-lm --by-client`` skips it. ``batched``: a
     :class:`asrpriv.federated.batched.BatchedClients`; ``pool``: a
-    :class:`asrpriv.federated.client_pool.ClientPool` (neither: one client at a time here).
+    :class:`asrpriv.federated.client_pool.ClientPool` (neither: one client at a time here,
+    :func:`train_client`).
     """
-    from asrpriv.federated import client
-
     seed = settings.round_seed(settings.seed, t)
     payloads: dict = {}
     skipped: list[str] = []
@@ -397,18 +415,7 @@ def client_payloads(init, groups: dict, cohort: list[str], settings: RoundSettin
     elif pool is not None:
         updates = pool.updates(init, cohort, seed)
     else:
-        updates = {}
-        for name in cohort:
-            data = groups[name]
-            try:
-                updates[name] = client.client_update(
-                    init, data.sentences, data.confidences, settings=settings.training,
-                    seed=seed, clip=settings.clip, confidence=settings.confidence,
-                    train_only=settings.train_only)
-            except ValueError as err:
-                if "no training sentences" not in str(err):
-                    raise AsrprivError(f"client {name}: {err}") from None
-                updates[name] = None
+        updates = {name: train_client(init, name, groups[name], settings, seed) for name in cohort}
     for name in cohort:
         update = updates[name]
         if update is None or update.weight == 0:

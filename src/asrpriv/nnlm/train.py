@@ -425,14 +425,11 @@ def make_delta(init_state: dict[str, torch.Tensor], new_state: dict[str, torch.T
         if a.shape != b.shape or a.dtype != b.dtype:
             raise ValueError(f"parameter {name}: init and new differ in shape or dtype")
         a = a.detach().cpu()
-        if out is not None:
-            d = out[name]
-            if a.is_floating_point():
-                torch.sub(a, b.detach().cpu(), out=d)
-            else:
-                d.zero_()
+        d = out[name] if out is not None else torch.empty_like(a)
+        if a.is_floating_point():
+            torch.sub(a, b.detach().cpu(), out=d)
         else:
-            d = a - b.detach().cpu() if a.is_floating_point() else torch.zeros_like(a)
+            d.zero_()
         delta[name] = d
         if snap:
             snapped[name] = a - d if a.is_floating_point() else b.detach().cpu().clone()

@@ -252,13 +252,13 @@ def code_sentence(out: str) -> str:
     return f" Code: the {len(parts)} invocations ran {len(distinct)} versions: {listed}."
 
 
-def changed_knobs(commands) -> list[str]:
-    """The ``VAR=value`` settings before ``bin/`` in recipe commands that change results
-    (everything but :data:`HARMLESS_KNOBS`), in order, each once."""
+def command_knobs(commands) -> list[tuple[str, str]]:
+    """Every ``VAR=value`` setting before ``bin/`` in recipe commands, as ``(VAR, value)`` in
+    order (shell quoting undone)."""
     import re
     import shlex
 
-    found: list[str] = []
+    found: list[tuple[str, str]] = []
     for command in commands:
         head = command.split("bin/", 1)[0]
         try:
@@ -267,8 +267,19 @@ def changed_knobs(commands) -> list[str]:
             words = head.split()
         for word in words:
             m = re.match(r"^([A-Z][A-Z0-9_]*)=(.*)$", word)
-            if m and m.group(1) not in HARMLESS_KNOBS and word not in found:
-                found.append(word)
+            if m:
+                found.append((m.group(1), m.group(2)))
+    return found
+
+
+def changed_knobs(commands) -> list[str]:
+    """The ``VAR=value`` settings before ``bin/`` in recipe commands that change results
+    (everything but :data:`HARMLESS_KNOBS`), in order, each once."""
+    found: list[str] = []
+    for name, value in command_knobs(commands):
+        word = f"{name}={value}"
+        if name not in HARMLESS_KNOBS and word not in found:
+            found.append(word)
     return found
 
 

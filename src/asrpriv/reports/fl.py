@@ -328,30 +328,25 @@ def _utterances_per_client(out: str) -> str:
             f"{len(set(clients))} meetings)")
 
 
-def _knob_values(out: str, name: str) -> set[str]:
-    """The values an environment knob ``NAME=value`` took in the invocations of OUT/runtime.tsv
-    (empty: never set)."""
-    import re
-
-    from asrpriv.reports.common import read_runtime
-
-    pattern = re.compile(rf"(?:^|\s){name}=(\S+)")
-    return {m.group(1).strip("'\"") for _s, _start, command in read_runtime(out)
-            for m in pattern.finditer(command)}
-
-
 def _parallel_setup(out: str) -> tuple[str, str]:
-    """How fl-rounds used the cores in this run, as the invocations set it: ``(clause for the
+    """How fl-rounds used the cores in this run, as each invocation set it: ``(clause for the
     cost paragraph, where the projection's hours are spent)``. fl-rounds' client processes:
     WORKERS (1 when unset); torch threads per process: OMP_NUM_THREADS divided among them,
-    at least 1 (fl-rounds --workers), or torch's default count when unset."""
-    workers = _knob_values(out, "WORKERS") or {"1"}
-    threads = _knob_values(out, "OMP_NUM_THREADS")
-    w = "/".join(sorted(workers, key=int)) if all(v.isdigit() for v in workers) else "?"
-    if threads and all(v.isdigit() for v in threads) and all(v.isdigit() for v in workers):
-        per = sorted({max(1, int(t) // int(k)) for t in threads for k in workers})
-        cores = sorted({int(k) * p for k in workers for p in per})
-        t_text = f"{'/'.join(map(str, per))} thread(s) per process (OMP_NUM_THREADS={'/'.join(sorted(threads))})"
+    at least 1 (fl-rounds --workers), or torch's default count when unset in any part."""
+    from asrpriv.reports.common import command_knobs, read_runtime
+
+    setups = set()
+    for _seconds, _start, command in read_runtime(out):
+        knobs = dict(command_knobs([command]))
+        setups.add((knobs.get("WORKERS", "1"), knobs.get("OMP_NUM_THREADS")))
+    setups = setups or {("1", None)}
+    w = "/".join(sorted({k for k, _t in setups}))
+    if all(k.isdigit() and t is not None and t.isdigit() for k, t in setups):
+        per = {(k, max(1, int(t) // int(k))) for k, t in setups}
+        threads = "/".join(sorted({t for _k, t in setups}))
+        t_text = (f"{'/'.join(str(p) for p in sorted({p for _k, p in per}))} thread(s) per process "
+                  f"(OMP_NUM_THREADS={threads})")
+        cores = sorted({int(k) * p for k, p in per})
         where = "one core" if cores == [1] else f"{'/'.join(map(str, cores))} cores"
     else:
         t_text = "torch's default thread count (OMP_NUM_THREADS unset; divided among the workers)"
