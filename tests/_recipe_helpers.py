@@ -28,3 +28,19 @@ def stop_when(args: list[str], env: dict, ready) -> tuple[subprocess.CompletedPr
 def round_models(run: Path) -> list[int]:
     """The t of every RUN/model-t.pt, sorted."""
     return sorted(int(p.stem[6:]) for p in run.glob("model-*.pt") if p.stem[6:].isdigit())
+
+
+def uninterrupted_run(run_json: Path, run_dir: Path, env: dict) -> Path:
+    """fl-rounds of the settings in ``run_json`` (a run directory's run.json), run afresh and
+    uninterrupted into ``run_dir`` in a process of its own: the run a stopped and resumed one
+    must equal, byte for byte (seeded)."""
+    import sys
+
+    code = ("import json, sys\n"
+            "from asrpriv.federated.rounds import RoundSettings, run_rounds\n"
+            "settings = json.load(open(sys.argv[1]))\n"
+            "settings['run_dir'] = sys.argv[2]\n"
+            "run_rounds(RoundSettings(**settings))\n")
+    subprocess.run([sys.executable, "-c", code, str(run_json), str(run_dir)], env=env, check=True,
+                   timeout=600)
+    return run_dir

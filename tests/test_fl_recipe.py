@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from _recipe_helpers import round_models, stop_when
+from _recipe_helpers import round_models, stop_when, uninterrupted_run
 from _table_helpers import section_rows
 from conftest import AMI, ROOT
 
@@ -206,14 +206,7 @@ def test_fl_recipe_resumes_a_stopped_row(tmp_path):
     assert [r["round"] for r in reports] == list(range(1, rounds + 1))
     assert round_models(run) == [0, rounds]   # the row's intermediate models removed, as before
     # an uninterrupted run of the same settings (run.json) gives the same model and state
-    whole = tmp_path / "whole"
-    code = ("import json, sys\n"
-            "from asrpriv.federated.rounds import RoundSettings, run_rounds\n"
-            "settings = json.load(open(sys.argv[1]))\n"
-            "settings['run_dir'] = sys.argv[2]\n"
-            "run_rounds(RoundSettings(**settings))\n")
-    subprocess.run([sys.executable, "-c", code, str(run / "run.json"), str(whole)], env=env, check=True,
-                   timeout=600)
+    whole = uninterrupted_run(run / "run.json", tmp_path / "whole", env)
     assert (out / "models" / "fl-token.pt").read_bytes() == (whole / f"model-{rounds}.pt").read_bytes()
     assert (run / "state.pt").read_bytes() == (whole / "state.pt").read_bytes()
     assert (out / "models" / "fl-token.pt").read_bytes() != (out / "models" / "pretrained.pt").read_bytes()

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from _recipe_helpers import round_models, stop_when
+from _recipe_helpers import round_models, stop_when, uninterrupted_run
 from _table_helpers import dp_rows_with_few_draws, is_dp_row, rows_without_interval, table_rows
 from conftest import AMI, ROOT
 from asrpriv.reports import frontier
@@ -222,14 +222,7 @@ def test_privacy_frontier_stops_at_once_and_resumes_its_federated_points(tmp_pat
     assert (fl_inf / "round-1" / "report.json").stat().st_mtime < resumed_at
     assert round_models(fl_inf) == [rounds] and round_models(fl_dp) == [rounds]
     # ... and its model is an uninterrupted run's (the same settings, run.json), byte for byte
-    whole = tmp_path / "whole"
-    code = ("import json, sys\n"
-            "from asrpriv.federated.rounds import RoundSettings, run_rounds\n"
-            "settings = json.load(open(sys.argv[1]))\n"
-            "settings['run_dir'] = sys.argv[2]\n"
-            "run_rounds(RoundSettings(**settings))\n")
-    subprocess.run([sys.executable, "-c", code, str(fl_inf / "run.json"), str(whole)], env=env, check=True,
-                   timeout=600)
+    whole = uninterrupted_run(fl_inf / "run.json", tmp_path / "whole", env)
     assert (fl_inf / f"model-{rounds}.pt").read_bytes() == (whole / f"model-{rounds}.pt").read_bytes()
     assert (fl_inf / "state.pt").read_bytes() == (whole / "state.pt").read_bytes()
     for t in range(1, rounds + 1):
